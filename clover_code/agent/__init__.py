@@ -1,0 +1,1 @@
+"""The agent: loop, permissions, context, instructions. Never imports textual or torch."""

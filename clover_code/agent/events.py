@@ -1,0 +1,111 @@
+"""Events the agent yields; every UI (TUI, headless, session log) consumes these.
+
+Plain frozen dataclasses so they serialize to the session log (`to_json`) and back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from clover_code.engine import Block, ToolCall
+
+
+@dataclass(frozen=True)
+class UserMessage:
+    text: str
+
+
+@dataclass(frozen=True)
+class BlockCommitted:
+    block: Block
+
+
+@dataclass(frozen=True)
+class ToolCallParsed:
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ApprovalNeeded:
+    call: ToolCall
+    kind: str  # "edit" | "shell" | "git"
+    preview: str = ""  # a diff for edits, the command for shell
+
+
+@dataclass(frozen=True)
+class ApprovalAnswered:
+    call: ToolCall
+    answer: str  # "yes" | "always" | "no"
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    call: ToolCall
+    ok: bool
+    output: str
+    seconds: float
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Compacted:
+    dropped_messages: int
+    tokens_before: int
+    tokens_after: int
+    summary: str
+
+
+@dataclass(frozen=True)
+class Notice:
+    text: str  # something the user should know once (demo model, retry, ...)
+
+
+@dataclass(frozen=True)
+class ErrorEvent:
+    message: str
+    fatal: bool = False
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    reason: str  # "done" | "cancelled" | "max_turns" | "gave_up" | "error"
+    text: str  # the final assistant text of the turn
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+Event = (
+    UserMessage | BlockCommitted | ToolCallParsed | ApprovalNeeded | ApprovalAnswered
+    | ToolStarted | ToolFinished | Compacted | Notice | ErrorEvent | TurnFinished
+)
+
+EVENT_TYPES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        UserMessage, BlockCommitted, ToolCallParsed, ApprovalNeeded, ApprovalAnswered,
+        ToolStarted, ToolFinished, Compacted, Notice, ErrorEvent, TurnFinished,
+    )
+}
+
+
+def to_json(event: Event) -> dict[str, Any]:
+    """A JSON-ready dict: {"type": ClassName, ...fields}."""
+    return {"type": type(event).__name__, **dataclasses.asdict(event)}
+
+
+def from_json(data: dict[str, Any]) -> Event:
+    data = dict(data)
+    cls = EVENT_TYPES[data.pop("type")]
+    if "block" in data:
+        b = dict(data["block"])
+        b["tool_calls"] = tuple(ToolCall(**c) for c in b.get("tool_calls", ()))
+        data["block"] = Block(**b)
+    if "call" in data:
+        data["call"] = ToolCall(**data["call"])
+    return cls(**data)

@@ -1,0 +1,101 @@
+"""`clover-code` entry point: TUI | --task (headless) | generate | serve.
+
+Only argparse and the standard library load here; each mode imports what it needs,
+so `clover-code --help` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from clover_code import __version__
+
+# Exit codes (documented in the README).
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_LIMIT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+
+
+def _engine_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("engine")
+    g.add_argument("--model", help="checkpoint folder (embedded) or model name (remote)")
+    g.add_argument("--endpoint", help="OpenAI-compatible base URL, e.g. http://gpu-box:8000/v1")
+    g.add_argument("--engine", help="embedded | remote | scripted:FILE (replies in JSONL)")
+    g.add_argument("--threshold", type=float, help="confidence to commit a position (default 0.95)")
+    g.add_argument("--block-size", type=int, help="tokens per block (default: the checkpoint's)")
+    g.add_argument("--max-tokens", type=int, help="tokens per reply (default 4096)")
+    g.add_argument("--temperature", type=float, help="0 for greedy (default)")
+
+
+def main_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="clover-code",
+        description="A terminal coding assistant on the Clover block-diffusion LM. "
+        "Without --task it opens the TUI. Subcommands: generate, serve "
+        "(`clover-code serve --help`).",
+    )
+    p.add_argument("--version", action="version", version=f"clover-code {__version__}")
+    p.add_argument("--task", help="run headless: TEXT, @FILE, or - for stdin")
+    p.add_argument("--cwd", help="workspace directory (default: current)")
+    p.add_argument("--approval", choices=["read-only", "ask", "auto-edit", "full-auto"],
+                   help="approval mode (TUI default ask, headless default full-auto)")
+    p.add_argument("--max-turns", type=int, help="model requests per task before stopping")
+    p.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text",
+                   help="headless result format on stdout")
+    p.add_argument("--resume", nargs="?", const="last", metavar="ID|last",
+                   help="continue a session (default: the last one)")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="run shell commands without bubblewrap (not recommended)")
+    _engine_flags(p)
+    return p
+
+
+def generate_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="clover-code generate",
+                                description="Stream one reply from a checkpoint, block by block.")
+    p.add_argument("prompt", help="the user message")
+    _engine_flags(p)
+    p.add_argument("--show-steps", action="store_true", help="print each denoising step")
+    return p
+
+
+def serve_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="clover-code serve",
+                                description="Serve a checkpoint over an OpenAI-compatible HTTP API.")
+    p.add_argument("--model", help="checkpoint folder (default: the demo checkpoint)")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--api-key", help="required bearer token (or CLOVER_API_KEY); "
+                   "mandatory on a non-loopback address")
+    p.add_argument("--max-queue", type=int, default=16, help="queued requests before 429")
+    p.add_argument("--threshold", type=float)
+    p.add_argument("--block-size", type=int)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv[:1] == ["generate"]:
+            from clover_code.ui.generate import run as run_generate
+
+            return run_generate(generate_parser().parse_args(argv[1:]))
+        if argv[:1] == ["serve"]:
+            from clover_code.engine.server import main as run_serve
+
+            return run_serve(serve_parser().parse_args(argv[1:]))
+        args = main_parser().parse_args(argv)
+        if args.task is not None:
+            from clover_code.ui.headless import run as run_headless
+
+            return run_headless(args)
+        from clover_code.ui.tui.app import run as run_tui
+
+        return run_tui(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

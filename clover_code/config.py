@@ -1,0 +1,90 @@
+"""Settings, layered: defaults < ~/.config/clover-code/config.toml < .clover/config.toml
+< environment < command-line flags.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+APPROVAL_MODES = ("read-only", "ask", "auto-edit", "full-auto")
+
+# Environment variables, by setting name. OPENAI_* are honoured for remote engines.
+ENV_VARS = {
+    "endpoint": ("CLOVER_ENDPOINT", "OPENAI_BASE_URL"),
+    "api_key": ("CLOVER_API_KEY", "OPENAI_API_KEY"),
+    "model": ("CLOVER_MODEL",),
+    "approval": ("CLOVER_APPROVAL",),
+}
+
+
+class ConfigError(Exception):
+    """Bad settings from a file, the environment or flags; the message says which."""
+
+
+@dataclass
+class Settings:
+    engine: str | None = None  # "embedded" | "remote" | "scripted:FILE"; None: resolve
+    model: str | None = None  # checkpoint folder (embedded) or model name (remote)
+    endpoint: str | None = None  # OpenAI-compatible base URL
+    api_key: str | None = field(default=None, repr=False)
+    approval: str = "ask"
+    max_turns: int = 50
+    max_tokens: int = 4096
+    temperature: float = 0.0
+    threshold: float | None = None
+    block_size: int | None = None
+    sandbox: bool = True
+    shell_timeout: float = 120.0
+    connect_timeout: float = 10.0
+    idle_timeout: float = 120.0
+    allow: list[str] = field(default_factory=list)  # e.g. "shell:pytest*", "edit:src/**"
+
+    def engine_name(self) -> str:
+        """Which engine runs: flags/config/env win; with none, the embedded default."""
+        if self.engine:
+            return self.engine
+        return "remote" if self.endpoint else "embedded"
+
+
+def user_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "clover-code" / "config.toml"
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def _apply(settings: Settings, values: dict[str, Any], source: str) -> None:
+    names = {f.name: f for f in dataclasses.fields(Settings)}
+    for key, value in values.items():
+        key = key.replace("-", "_")
+        if key not in names:
+            raise ConfigError(f"{source}: unknown setting {key!r}")
+        if value is not None:
+            setattr(settings, key, value)
+
+
+def load_settings(cwd: Path, flags: dict[str, Any] | None = None) -> Settings:
+    settings = Settings()
+    for path in (user_config_path(), cwd / ".clover" / "config.toml"):
+        _apply(settings, _read_toml(path), str(path))
+    for name, variables in ENV_VARS.items():
+        for var in variables:
+            if os.environ.get(var):
+                setattr(settings, name, os.environ[var])
+                break
+    _apply(settings, flags or {}, "command line")
+    if settings.approval not in APPROVAL_MODES:
+        raise ConfigError(f"approval mode {settings.approval!r} is not one of {', '.join(APPROVAL_MODES)}")
+    return settings

@@ -1,0 +1,115 @@
+"""Engines turn a chat request into a stream of committed blocks.
+
+This module holds the types every engine and every consumer share. It must stay
+cheap to import: no torch, no transformers, no httpx at module level.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Callable, Protocol, runtime_checkable
+
+CLOVER_CONTEXT_WINDOW = 131_072
+DEFAULT_BLOCK_SIZE = 32
+DEFAULT_THRESHOLD = 0.95
+
+
+class EngineError(Exception):
+    """An engine failed in a way the user can act on; the message says what to check."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A structured tool call: from a server's `tool_calls`, or parsed from model text."""
+
+    id: str
+    name: str
+    arguments: str  # raw JSON text, validated by the agent against the tool's schema
+
+
+@dataclass(frozen=True)
+class Block:
+    """One committed block, as it reaches a UI."""
+
+    text: str  # text this block adds (incrementally detokenized)
+    tokens: int  # tokens committed
+    steps: int | None  # forward passes spent; None when a server does not say
+    at: float  # seconds since the request started
+    ms: float | None = None  # wall time spent on this block
+    index: int = 0  # block number within the request
+    tool_calls: tuple[ToolCall, ...] = ()  # structured calls, when a server parsed them
+    finish: str | None = None  # "stop" | "length" | "tool_calls" | "cancelled" | None
+    prompt_tokens: int | None = None  # set on the last block when known
+
+
+@dataclass(frozen=True)
+class DenoiseStep:
+    """One denoising step inside the current block, for a live view of it resolving."""
+
+    block_index: int
+    step: int  # 1-based forward pass within this block
+    resolved: tuple[bool, ...]  # per position of the block: committed yet?
+    newly: tuple[int, ...]  # positions committed by this step
+
+
+@dataclass
+class ChatRequest:
+    messages: list[dict[str, Any]]  # OpenAI-style: role, content, tool_calls, tool_call_id
+    tools: list[dict[str, Any]] = field(default_factory=list)  # OpenAI function schemas
+    max_tokens: int = 4096
+    temperature: float = 0.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    threshold: float | None = None  # None: the engine's default
+    seed: int | None = None
+    # Called on the event loop thread after every denoising step (embedded engine only).
+    on_step: Callable[[DenoiseStep], None] | None = None
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    name: str  # "embedded" | "remote" | "scripted"
+    model: str  # model name or checkpoint path
+    context_window: int = CLOVER_CONTEXT_WINDOW
+    block_size: int | None = DEFAULT_BLOCK_SIZE  # None when a server does not say
+    threshold: float | None = DEFAULT_THRESHOLD
+
+
+@runtime_checkable
+class Engine(Protocol):
+    info: EngineInfo
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[Block]:
+        """Yield each block the moment it commits. Closing the iterator cancels."""
+        ...
+
+    def count_tokens(self, request: ChatRequest) -> int:
+        """Prompt tokens this request would take (exact when a tokenizer is at hand)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+def estimate_tokens(text: str) -> int:
+    """Token estimate when no tokenizer is at hand (about 3.5 bytes a token for code)."""
+    return max(1, (len(text.encode("utf-8")) * 2 + 6) // 7) if text else 0
+
+
+_ENGINES = {
+    "embedded": "clover_code.engine.embedded:EmbeddedEngine",
+    "remote": "clover_code.engine.remote:RemoteEngine",
+    "scripted": "clover_code.engine.scripted:ScriptedEngine",
+}
+
+
+def make_engine(name: str, **options: Any) -> Engine:
+    """Build an engine by name; heavy modules load only for the engine chosen."""
+    try:
+        target = _ENGINES[name]
+    except KeyError:
+        known = ", ".join(sorted(_ENGINES))
+        raise EngineError(f"unknown engine {name!r}; choose one of: {known}") from None
+    module_name, _, class_name = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    return cls(**options)

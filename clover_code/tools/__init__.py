@@ -1,0 +1,110 @@
+"""Tools: actions on the workspace the agent may take.
+
+Each tool declares its arguments as a pydantic model: that model is the one source
+of its JSON schema and of argument validation. Description texts live in
+`clover_code/prompts/tools/<name>.md`. The registry never raises past itself: every
+failure comes back as a ToolResult the model can read.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, ClassVar, Literal, Protocol
+
+from pydantic import BaseModel, ValidationError
+
+# What a tool does, for permissions: reads are free in `ask` mode, the rest ask.
+ToolKind = Literal["read", "edit", "shell", "git"]
+
+
+@dataclass
+class ToolResult:
+    ok: bool
+    output: str  # what the model reads
+    data: dict[str, Any] = field(default_factory=dict)  # for UIs: diff, exit_code, paths...
+
+
+class ToolError(Exception):
+    """Raised inside a tool for a user/model mistake; the registry turns it into a result."""
+
+
+class Tool(Protocol):
+    name: ClassVar[str]
+    kind: ClassVar[ToolKind]
+    Args: ClassVar[type[BaseModel]]
+
+    async def run(self, args: BaseModel, ctx: "ToolContext") -> ToolResult: ...
+
+
+@dataclass
+class ToolContext:
+    """What tools act on. `workspace` is a clover_code.tools.workspace.Workspace."""
+
+    workspace: Any
+    sandbox: bool = True  # run_shell inside bubblewrap
+    shell_timeout: float = 120.0
+    checkpoints: Any = None  # clover_code.tools.git.Checkpoints, when in use
+
+
+def tool_description(name: str) -> str:
+    path = resources.files("clover_code.prompts").joinpath("tools", f"{name}.md")
+    return path.read_text(encoding="utf-8").strip()
+
+
+def tool_schema(tool: Tool) -> dict[str, Any]:
+    """OpenAI function-tool schema, from the tool's Args model and its prompt text."""
+    params = tool.Args.model_json_schema()
+    params.pop("title", None)
+    for prop in params.get("properties", {}).values():
+        prop.pop("title", None)
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool_description(tool.name), "parameters": params},
+    }
+
+
+class Registry:
+    def __init__(self, tools: list[Tool]):
+        self.tools = {t.name: t for t in tools}
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [tool_schema(t) for t in self.tools.values()]
+
+    def kind(self, name: str) -> ToolKind | None:
+        tool = self.tools.get(name)
+        return tool.kind if tool else None
+
+    def validate(self, name: str, arguments: str | dict[str, Any]) -> BaseModel | str:
+        """Parsed arguments, or a message telling the model what was wrong."""
+        tool = self.tools.get(name)
+        if tool is None:
+            return f"unknown tool {name!r}; available tools: {', '.join(sorted(self.tools))}"
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError as exc:
+                return f"arguments of {name} are not valid JSON: {exc}"
+        if not isinstance(arguments, dict):
+            return f"arguments of {name} must be a JSON object"
+        try:
+            return tool.Args.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or '(arguments)'}: {e['msg']}" for e in exc.errors()
+            )
+            return f"invalid arguments for {name}: {problems}"
+
+    async def call(self, name: str, arguments: str | dict[str, Any], ctx: ToolContext) -> ToolResult:
+        args = self.validate(name, arguments)
+        if isinstance(args, str):
+            return ToolResult(False, args)
+        try:
+            return await self.tools[name].run(args, ctx)
+        except ToolError as exc:
+            return ToolResult(False, str(exc))
+        except OSError as exc:
+            return ToolResult(False, f"{name} failed: {exc.strerror or exc}")
+        except Exception as exc:  # a bug in a tool must not end the session
+            return ToolResult(False, f"{name} failed unexpectedly: {type(exc).__name__}: {exc}")
