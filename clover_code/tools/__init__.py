@@ -108,3 +108,23 @@ class Registry:
             return ToolResult(False, f"{name} failed: {exc.strerror or exc}")
         except Exception as exc:  # a bug in a tool must not end the session
             return ToolResult(False, f"{name} failed unexpectedly: {type(exc).__name__}: {exc}")
+
+
+# Each tool family module exports TOOLS: list[Tool]. Imported on demand so that
+# `import clover_code.tools` stays light.
+TOOL_MODULES = ("files", "search", "shell", "git")
+
+
+def default_registry() -> Registry:
+    import importlib
+
+    tools: list[Tool] = []
+    for name in TOOL_MODULES:
+        try:
+            module = importlib.import_module(f"clover_code.tools.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"clover_code.tools.{name}":
+                raise
+            continue  # family not built yet
+        tools.extend(module.TOOLS)
+    return Registry(tools)

@@ -1,0 +1,113 @@
+"""ScriptedEngine: replays given replies block by block, for tests and demos.
+
+Replies come from a list or a JSONL file (`--engine scripted:FILE`), one per request,
+each either a string or an object:
+    {"content": "text", "tool_calls": [{"name": "read_file", "arguments": {...}}],
+     "delay": 0.01}
+Text is cut into words and grouped `block_size` words to a block, so streaming,
+cancellation and tool-call parsing across blocks behave as with a real engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+import time
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+from clover_code.engine import (
+    DEFAULT_BLOCK_SIZE,
+    Block,
+    ChatRequest,
+    EngineError,
+    EngineInfo,
+    ToolCall,
+    estimate_tokens,
+)
+
+_TOKEN = re.compile(r"\s*\S+|\s+")
+
+
+def load_replies(path: str | Path) -> list[Any]:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise EngineError(f"cannot read scripted replies {path}: {exc.strerror}") from None
+    replies = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            replies.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise EngineError(f"{path}:{n}: not valid JSON: {exc.msg}") from None
+    return replies
+
+
+def split_tokens(text: str) -> list[str]:
+    """Word-ish pieces that join back to `text` exactly."""
+    return _TOKEN.findall(text)
+
+
+class ScriptedEngine:
+    def __init__(self, replies: list[Any] | str | Path | None = None, *, model: str = "scripted",
+                 block_size: int = DEFAULT_BLOCK_SIZE, delay: float = 0.0, tpf: float = 8.0,
+                 context_window: int = 131_072, **_: Any):
+        if isinstance(replies, (str, Path)):
+            replies = load_replies(replies)
+        self.replies = list(replies or [])
+        self.requests: list[ChatRequest] = []  # what was asked, for tests
+        self.block_size = block_size
+        self.delay = delay
+        self.tpf = tpf
+        self.info = EngineInfo("scripted", model, context_window, block_size, None)
+
+    def count_tokens(self, request: ChatRequest) -> int:
+        text = json.dumps(request.messages) + json.dumps(request.tools)
+        return estimate_tokens(text)
+
+    async def aclose(self) -> None:
+        return None
+
+    def _next_reply(self) -> dict[str, Any]:
+        if not self.replies:
+            raise EngineError("scripted engine has no more replies")
+        reply = self.replies.pop(0)
+        return {"content": reply} if isinstance(reply, str) else dict(reply)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Block]:
+        self.requests.append(request)
+        reply = self._next_reply()
+        delay = float(reply.get("delay", self.delay))
+        start = time.perf_counter()
+        pieces = split_tokens(reply.get("content") or "")
+        calls = tuple(
+            ToolCall(c.get("id", f"call_{i}"), c["name"],
+                     c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"]))
+            for i, c in enumerate(reply.get("tool_calls") or ())
+        )
+        budget = request.max_tokens
+        index = 0
+        for at in range(0, max(len(pieces), 1), self.block_size):
+            t0 = time.perf_counter()
+            if delay:
+                await asyncio.sleep(delay)
+            chunk = pieces[at:at + self.block_size][:budget]
+            budget -= len(chunk)
+            last = at + self.block_size >= len(pieces) or budget <= 0
+            finish = None
+            if last:
+                finish = "length" if budget <= 0 and at + len(chunk) < len(pieces) else (
+                    "tool_calls" if calls else "stop")
+            yield Block(
+                text="".join(chunk), tokens=len(chunk), steps=max(1, math.ceil(len(chunk) / self.tpf)),
+                at=time.perf_counter() - start, ms=(time.perf_counter() - t0) * 1000, index=index,
+                tool_calls=calls if last else (), finish=finish,
+                prompt_tokens=self.count_tokens(request) if last else None,
+            )
+            index += 1
+            if last:
+                return
