@@ -25,6 +25,9 @@ class BlockCommitted:
 @dataclass(frozen=True)
 class ToolCallParsed:
     call: ToolCall
+    # Set when the model's markup was malformed or cut off: then `call.arguments` holds the
+    # raw markup, `call.name` a best guess, and the call never runs.
+    error: str | None = None
 
 
 @dataclass(frozen=True)

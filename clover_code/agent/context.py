@@ -1,0 +1,228 @@
+"""The conversation as the model sees it, its size in tokens, and compaction.
+
+Messages are built only from agent events (`Conversation.apply`), so a session log
+replayed through `apply` rebuilds exactly the conversation the model saw. A reply's
+tool calls and results are gathered in a draft while the model writes and tools run;
+the draft becomes an assistant message plus one tool message per call when the next
+request, user message or turn end needs it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from clover_code.agent.events import (
+    BlockCommitted, Compacted, Event, ToolCallParsed, ToolFinished, TurnFinished, UserMessage,
+)
+from clover_code.engine import ChatRequest, Engine, EngineError, ToolCall, estimate_tokens
+from clover_code.engine.toolcalls import ToolCallParser, split_text
+
+SUMMARY_HEADER = "Summary of the earlier part of this session ({n} messages were dropped to fit the context window):"
+SUMMARY_SYSTEM = (
+    "You summarise a coding session so it can continue with less context. Write a concise summary: "
+    "what the user asked, what was done (files read and changed, commands run and their outcome), "
+    "decisions made, and what is still open. Plain prose and short lists; no tool calls."
+)
+NOT_RUN = "(not run: the turn ended before this call ran)"
+KEEP_FRACTION = 0.3  # of the window, kept verbatim at the end when compacting
+SUMMARY_TOKENS = 1024
+
+
+@dataclass
+class _Draft:
+    """One model reply being written: its text, calls in order, and results as they come."""
+
+    text: str = ""
+    calls: list[tuple[ToolCall, bool]] = field(default_factory=list)  # (call, well-formed)
+    results: dict[str, str] = field(default_factory=dict)  # call id -> output
+    tokens: int = 0
+
+
+def message_tokens(messages: list[dict[str, Any]]) -> int:
+    return estimate_tokens(json.dumps(messages, ensure_ascii=False)) if messages else 0
+
+
+class Conversation:
+    def __init__(self, system: str = "", tools: list[dict[str, Any]] | None = None):
+        self.system = system
+        self.tools = tools or []
+        self._messages: list[dict[str, Any]] = []
+        self._draft: _Draft | None = None
+        self._anchor: tuple[int, int] | None = None  # (messages covered, tokens) from server usage
+        self._request_start = 0
+        self.compactions: list[Compacted] = []
+        self.dropped: list[dict[str, Any]] = []  # messages compaction removed, oldest first
+
+    # -- building from events ------------------------------------------------------
+
+    def apply(self, event: Event) -> None:
+        if isinstance(event, UserMessage):
+            self.flush()
+            self._messages.append({"role": "user", "content": event.text})
+        elif isinstance(event, BlockCommitted):
+            self._on_block(event)
+        elif isinstance(event, ToolCallParsed):
+            self._open().calls.append((event.call, event.error is None))
+        elif isinstance(event, ToolFinished):
+            self._open().results[event.call.id] = event.output
+        elif isinstance(event, Compacted):
+            self.flush()
+            self._compact(event)
+        elif isinstance(event, TurnFinished):
+            self.flush()
+
+    def _open(self) -> _Draft:
+        if self._draft is None:
+            self._draft = _Draft()
+            self._request_start = len(self._messages)
+        return self._draft
+
+    def _on_block(self, event: BlockCommitted) -> None:
+        block = event.block
+        if block.index == 0:
+            self.flush()
+        draft = self._open()
+        draft.text += block.text
+        draft.tokens += block.tokens
+        if block.prompt_tokens is not None:
+            self._anchor = (self._request_start + 1, block.prompt_tokens + draft.tokens)
+
+    def flush(self) -> None:
+        """Turn the draft into an assistant message and its tool messages."""
+        if self._draft is not None:
+            self._messages += _render(self._draft)
+            self._draft = None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """Every message but the system prompt; a reply still in progress is rendered as it
+        stands (calls without results as not run) without closing it."""
+        return self._messages + (_render(self._draft) if self._draft is not None else [])
+
+    def request_messages(self) -> list[dict[str, Any]]:
+        system = [{"role": "system", "content": self.system}] if self.system else []
+        return system + self.messages
+
+    # -- size ------------------------------------------------------------------------
+
+    def tokens(self, engine: Engine | None = None) -> int:
+        """Prompt tokens the next request takes: the engine's count, or the server's last
+        usage plus an estimate of what came since, whichever is larger (never under-count)."""
+        counted = self.count(self.request_messages(), engine)
+        if self._anchor is not None:
+            covered, used = self._anchor
+            counted = max(counted, used + message_tokens(self.messages[covered:]))
+        return counted
+
+    def count(self, messages: list[dict[str, Any]], engine: Engine | None = None) -> int:
+        if engine is not None and hasattr(engine, "count_tokens"):
+            try:
+                return engine.count_tokens(ChatRequest(messages, self.tools))
+            except Exception:  # an engine that cannot count falls back to the estimate
+                pass
+        return message_tokens(messages) + message_tokens(self.tools)
+
+    def tokens_after_compaction(self, dropped: int, summary: str, engine: Engine | None = None) -> int:
+        system = [{"role": "system", "content": self.system}] if self.system else []
+        return self.count(system + [summary_message(dropped, summary)] + self.messages[dropped:], engine)
+
+    # -- compaction -------------------------------------------------------------------
+
+    def compaction_split(self, keep_tokens: int) -> int:
+        """How many leading messages to drop so the rest fits `keep_tokens`, never splitting a
+        reply from its tool results and always keeping the last message."""
+        messages = self.messages
+        keep_from, size = len(messages), 0
+        for i in range(len(messages) - 1, -1, -1):
+            size += message_tokens([messages[i]])
+            if size > keep_tokens and keep_from < len(messages):
+                break
+            if messages[i]["role"] != "tool":
+                keep_from = i
+        return keep_from
+
+    def _compact(self, event: Compacted) -> None:
+        n = event.dropped_messages
+        self.dropped.extend(self._messages[:n])
+        self._messages = [summary_message(n, event.summary)] + self._messages[n:]
+        self._anchor = None
+        self.compactions.append(event)
+
+
+def _render(draft: _Draft) -> list[dict[str, Any]]:
+    message: dict[str, Any] = {"role": "assistant", "content": assistant_content(draft.text)}
+    good = [c for c, ok in draft.calls if ok]
+    if good:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in good
+        ]
+    results = [{"role": "tool", "tool_call_id": c.id, "name": c.name, "content": draft.results.get(c.id, NOT_RUN)}
+               for c, _ in draft.calls]
+    return [message, *results]
+
+
+def summary_message(dropped: int, summary: str) -> dict[str, Any]:
+    return {"role": "user", "content": SUMMARY_HEADER.format(n=dropped) + "\n\n" + summary}
+
+
+def assistant_content(raw: str) -> str:
+    """A reply's text as the model wrote it, minus well-formed call markup (those go in
+    `tool_calls`); malformed markup stays so the model sees what it got wrong."""
+    parts = split_text(raw)
+    return "".join(p if isinstance(p, str) else p.raw for p in parts
+                   if isinstance(p, str) or p.call is None).strip()
+
+
+def transcript(messages: list[dict[str, Any]], limit_tokens: int) -> str:
+    """Messages as plain text for the summariser. When too long, tool output and replies are
+    cut in the middle first (the user's requests matter most), then the oldest part."""
+    entries = []
+    for m in messages:
+        text = m.get("content") or ""
+        for c in m.get("tool_calls") or ():
+            text += f"\n[calls {c['function']['name']} {c['function']['arguments']}]"
+        entries.append((m["role"], text))
+    limit = limit_tokens * 3  # characters, erring short
+    total = sum(len(t) for _, t in entries)
+    if total > limit:
+        others = [len(t) for r, t in entries if r != "user"]
+        overhead = sum(len(r) + 6 for r, _ in entries) + 16 * len(others)  # headers, cut marks
+        share = max(200, (limit - overhead - (total - sum(others))) // max(1, len(others)))
+        entries = [(r, t if r == "user" or len(t) <= share else
+                    t[:share // 2] + "\n[... cut ...]\n" + t[-share // 2:]) for r, t in entries]
+    out = "\n\n".join(f"## {r}\n{t}" for r, t in entries)
+    return out if len(out) <= limit else "[... earlier part cut ...]\n" + out[-limit:]
+
+
+async def summarise(engine: Engine, messages: list[dict[str, Any]]) -> str:
+    """Ask the model for a summary of `messages`; a plain digest when it cannot give one."""
+    window = engine.info.context_window
+    max_tokens = min(SUMMARY_TOKENS, window // 4)
+    room = window - max_tokens - 512
+    request = ChatRequest(
+        [{"role": "system", "content": SUMMARY_SYSTEM},
+         {"role": "user", "content": "Summarise this session so far:\n\n" + transcript(messages, room)}],
+        max_tokens=max_tokens,
+    )
+    parser, text = ToolCallParser(), ""
+    try:
+        async for block in engine.stream(request):
+            text += parser.feed(block.text)[0]
+        text += parser.finish()[0]
+    except EngineError:
+        text = ""
+    return text.strip() or digest(messages)
+
+
+def digest(messages: list[dict[str, Any]]) -> str:
+    """A summary without the model: the user's requests and the tools called."""
+    asks = [m["content"][:300] for m in messages if m["role"] == "user"]
+    calls = [f"{c['function']['name']}({c['function']['arguments'][:120]})"
+             for m in messages for c in m.get("tool_calls") or ()]
+    parts = ["The user asked:"] + [f"- {a}" for a in asks]
+    if calls:
+        parts += ["Tools called:"] + [f"- {c}" for c in calls[-30:]]
+    return "\n".join(parts)

@@ -1,0 +1,195 @@
+"""The agent loop: request -> blocks -> tool calls -> results -> request ... until the model
+answers without a tool call or a limit is hit.
+
+Each run() works in a task of its own that emits events: every event goes to the
+conversation, then the session log (flushed), then the consumer's queue. So the log is
+complete whatever the consumer does, and closing the iterator cancels the work at once.
+Tool calls run one after another in the order written, each starting the moment its
+closing tag commits, while the model may still be writing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Callable
+
+from clover_code.agent.calls import CallRunner, failure_key
+from clover_code.agent.context import KEEP_FRACTION, Conversation, summarise
+from clover_code.agent.events import (
+    BlockCommitted, Compacted, ErrorEvent, Event, Notice, ToolFinished, TurnFinished, UserMessage,
+)
+from clover_code.agent.permissions import Approver, Permissions
+from clover_code.engine import Block, ChatRequest, DenoiseStep, Engine, EngineError
+from clover_code.engine.toolcalls import ParsedCall, ToolCallParser
+from clover_code.tools import Registry, ToolContext
+
+MIN_REPLY_TOKENS = 256  # below this much room for a reply, compact first
+
+
+@dataclass
+class AgentSettings:
+    max_turns: int = 50  # model requests per user task
+    max_tokens: int = 4096
+    temperature: float = 0.0
+    threshold: float | None = None
+    approval: str = "ask"  # read-only | ask | auto-edit | full-auto
+    repeat_limit: int = 3  # the same failing call this many times in a row ends the turn
+
+
+class _Stats:
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.turns = self.tool_calls = self.tokens = self.blocks = 0
+        self.passes: int | None = 0
+        self.prompt_tokens: int | None = None
+
+    def add(self, block: Block) -> None:
+        self.blocks += 1
+        self.tokens += block.tokens
+        self.passes = None if self.passes is None or block.steps is None else self.passes + block.steps
+        self.prompt_tokens = block.prompt_tokens or self.prompt_tokens
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"turns": self.turns, "tool_calls": self.tool_calls, "tokens": self.tokens,
+                "blocks": self.blocks, "forward_passes": self.passes, "prompt_tokens": self.prompt_tokens,
+                "seconds": round(time.perf_counter() - self.start, 3)}
+
+
+_END = object()
+
+
+class Agent:
+    def __init__(self, engine: Engine, registry: Registry, ctx: ToolContext, approver: Approver,
+                 settings: AgentSettings, session: Any = None, system_prompt: str | None = None,
+                 *, permissions: Permissions | None = None, conversation: Conversation | None = None):
+        self.engine, self.registry, self.ctx, self.approver = engine, registry, ctx, approver
+        self.settings, self.session = settings, session
+        self.permissions = permissions or Permissions(settings.approval)
+        self.conversation = conversation or Conversation(system_prompt or "", registry.schemas())
+        self._on_step: Callable[[DenoiseStep], None] | None = None
+        self._sink: Callable[[Any], None] | None = None  # the running turn's queue
+
+    def set_on_step(self, cb: Callable[[DenoiseStep], None] | None) -> None:
+        self._on_step = cb
+
+    def emit(self, event: Event) -> None:
+        self.conversation.apply(event)
+        if self.session is not None:
+            self.session.append(event)
+        if self._sink is not None:
+            self._sink(event)
+
+    async def run(self, task: str) -> AsyncIterator[Event]:
+        queue: asyncio.Queue = asyncio.Queue()
+        self._sink = queue.put_nowait
+        worker = asyncio.create_task(self._run(task))
+        try:
+            while (event := await queue.get()) is not _END:
+                yield event
+        finally:
+            if not worker.done():
+                worker.cancel()
+                await asyncio.gather(worker, return_exceptions=True)
+            self._sink = None
+
+    async def _run(self, task: str) -> None:
+        stats = _Stats()
+        try:
+            finished = await self._turns(task, stats)
+        except asyncio.CancelledError:
+            self.emit(TurnFinished("cancelled", "", stats.as_dict()))
+            raise
+        except EngineError as exc:
+            self.emit(ErrorEvent(str(exc), fatal=True))
+            finished = TurnFinished("error", str(exc), stats.as_dict())
+        except Exception as exc:  # a bug must end the turn with a message, not hang a UI
+            self.emit(ErrorEvent(f"internal error: {type(exc).__name__}: {exc}", fatal=True))
+            finished = TurnFinished("error", str(exc), stats.as_dict())
+        self.emit(finished)
+        if self._sink is not None:
+            self._sink(_END)
+
+    async def _turns(self, task: str, stats: _Stats) -> TurnFinished:
+        if self.ctx.checkpoints is not None:
+            await asyncio.to_thread(self.ctx.checkpoints.begin_turn)
+        self.emit(UserMessage(task))
+        runner = CallRunner(self, stats)
+        streak: tuple[Any, int] = (None, 0)
+        text = ""
+        for _ in range(self.settings.max_turns):
+            max_tokens = await self._fit_context()
+            stats.turns += 1
+            text, results = await self._request(runner, stats, max_tokens)
+            if not results:
+                return TurnFinished("done", text, stats.as_dict())
+            for result in results:
+                key = failure_key(result)
+                streak = (key, streak[1] + 1 if key is not None and key == streak[0] else int(key is not None))
+                if streak[1] >= self.settings.repeat_limit:
+                    why = (f"Stopped: the same {result.call.name} call failed {streak[1]} times in a row. "
+                           f"Last error: {result.output.strip()[:500]}")
+                    self.emit(Notice(why))
+                    return TurnFinished("gave_up", why, stats.as_dict())
+        return TurnFinished("max_turns", f"Stopped after {self.settings.max_turns} model requests "
+                            "(--max-turns) with the task unfinished.", stats.as_dict())
+
+    async def _request(self, runner: CallRunner, stats: _Stats, max_tokens: int) -> tuple[str, list[ToolFinished]]:
+        """One model request: stream its blocks, start each call as soon as it is complete."""
+        tools = self.conversation.tools
+        request = ChatRequest(self.conversation.request_messages(), tools, max_tokens=max_tokens,
+                              temperature=self.settings.temperature, threshold=self.settings.threshold,
+                              on_step=self._on_step)
+        parser, text, last = ToolCallParser(tools), "", None
+        runner.reset()
+        try:
+            async with aclosing(self.engine.stream(request)) as blocks:
+                async for block in blocks:
+                    self.emit(BlockCommitted(block))
+                    stats.add(block)
+                    shown, parsed = parser.feed(block.text)
+                    text += shown
+                    for p in parsed + [ParsedCall(c, None, "") for c in block.tool_calls]:
+                        runner.submit(p)
+                    last = block
+            shown, parsed = parser.finish()
+            text += shown
+            for p in parsed:  # a call the reply ended inside
+                if last is not None and last.finish == "length":
+                    p = ParsedCall(None, f"{p.error}: the reply reached max_tokens ({max_tokens}); "
+                                   "split the work into smaller calls", p.raw, p.name)
+                runner.submit(p)
+            if last is not None and last.finish == "length" and not runner.pending:
+                self.emit(Notice(f"The reply was cut off at max_tokens ({max_tokens})."))
+            results = await runner.results()
+        except BaseException as exc:
+            # Calls already started finish when the engine fails; on cancel they stop at once.
+            await (runner.results() if isinstance(exc, EngineError) else runner.cancel())
+            raise
+        return text.strip(), results
+
+    async def _fit_context(self) -> int:
+        """Compact when the next request would overflow; the room left for the reply."""
+        window = self.engine.info.context_window
+        used = self.conversation.tokens(self.engine)
+        if used + min(self.settings.max_tokens, window // 4) > window:
+            await self.compact(keep_tokens=int(window * KEEP_FRACTION))
+            used = self.conversation.tokens(self.engine)
+        room = window - used
+        if room < MIN_REPLY_TOKENS:
+            raise EngineError(f"the conversation ({used} tokens) does not fit the context window "
+                              f"({window}) even after compaction; start a new session")
+        return min(self.settings.max_tokens, room)
+
+    async def compact(self, keep_tokens: int = 0) -> Compacted:
+        """Summarise older messages with the model, keep the recent ones verbatim (/compact)."""
+        before = self.conversation.tokens(self.engine)
+        n = self.conversation.compaction_split(keep_tokens)
+        summary = await summarise(self.engine, self.conversation.messages[:n]) if n else ""
+        if not n:
+            return Compacted(0, before, before, "")
+        event = Compacted(n, before, self.conversation.tokens_after_compaction(n, summary, self.engine), summary)
+        self.emit(event)
+        return event

@@ -1,0 +1,160 @@
+"""Which tool calls may run without asking: approval modes plus allow rules.
+
+Modes:
+    read-only  reads run; edits, shell and git writes are refused
+    ask        reads run; edits, shell and git writes ask the user
+    auto-edit  reads and edits run; shell and git writes ask
+    full-auto  everything runs, never asks (the shell stays sandboxed)
+Allow rules `KIND:PATTERN` (KIND a tool kind or a tool name) let matching calls run
+without asking in `ask` and `auto-edit`: `shell:pytest*` matches each simple command of
+the command line (split at ; && || | &; command substitution always asks), `edit:src/**` every path the edit touches, `git:*` any git tool (matched by tool name,
+with and without a `git_` prefix). They come from settings and from "always" answers.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import posixpath
+import re
+import shlex
+from typing import Any, Literal, Protocol
+
+from clover_code.agent.events import ApprovalNeeded
+from clover_code.config import APPROVAL_MODES
+
+Decision = Literal["allow", "ask", "deny"]
+
+# Per mode, what happens to each tool kind when no allow rule matches.
+_MODE_TABLE: dict[str, dict[str, Decision]] = {
+    "read-only": {"read": "allow", "edit": "deny", "shell": "deny", "git": "deny"},
+    "ask": {"read": "allow", "edit": "ask", "shell": "ask", "git": "ask"},
+    "auto-edit": {"read": "allow", "edit": "allow", "shell": "ask", "git": "ask"},
+    "full-auto": {"read": "allow", "edit": "allow", "shell": "allow", "git": "allow"},
+}
+_PATCH_PATH = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
+_SHELL_SPLIT = re.compile(r"&&|\|\||[;|&\n]")
+_SUBCOMMAND = re.compile(r"^[A-Za-z][\w-]*$")
+_PATH_KEYS = ("path", "file_path", "paths", "file", "files", "target")
+_SHELL_KEYS = ("command", "cmd")
+
+
+class Approver(Protocol):
+    async def __call__(self, request: ApprovalNeeded) -> str:
+        """"yes" | "always" | "no"."""
+        ...
+
+
+class ModeApprover:
+    """For headless runs, where no one can answer: `answer` every question (default "no").
+
+    In full-auto the agent never asks; in other modes a question means the call is
+    declined and the model is told so."""
+
+    def __init__(self, answer: str = "no"):
+        self.answer = answer
+        self.asked: list[ApprovalNeeded] = []
+
+    async def __call__(self, request: ApprovalNeeded) -> str:
+        self.asked.append(request)
+        return self.answer
+
+
+def approver_for_mode(mode: str) -> ModeApprover:
+    return ModeApprover("yes" if mode == "full-auto" else "no")
+
+
+def call_subjects(kind: str, arguments: dict[str, Any], root: str | None = None) -> list[str]:
+    """What an allow rule is matched against: the command line, or the paths touched."""
+    if kind == "shell":
+        return [str(arguments[k]).strip() for k in _SHELL_KEYS if k in arguments][:1]
+    paths: list[str] = []
+    for key in _PATH_KEYS:
+        value = arguments.get(key)
+        if isinstance(value, str):
+            paths.append(value)
+        elif isinstance(value, list):
+            paths.extend(v for v in value if isinstance(v, str))
+    for key in ("patch", "input"):  # apply_patch names its files inside the patch
+        if isinstance(arguments.get(key), str):
+            paths.extend(a or b for a, b in _PATCH_PATH.findall(arguments[key]))
+    return [_normal_path(p, root) for p in paths]
+
+
+def _normal_path(path: str, root: str | None = None) -> str:
+    """Relative to the workspace root, as rules are written."""
+    path = posixpath.normpath(path.strip().replace("\\", "/"))
+    if root and posixpath.isabs(path) and path.startswith(root.rstrip("/") + "/"):
+        path = posixpath.relpath(path, root)
+    return path
+
+
+def rule_for_always(kind: str, name: str, arguments: dict[str, Any], root: str | None = None) -> str:
+    """The rule an "always" answer adds: narrow enough to say what it allows."""
+    if kind == "shell":
+        command = (call_subjects(kind, arguments) or [""])[0]
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            words = command.split()
+        # A program, with its subcommand when it has one (`git commit`, `npm run`), not its files.
+        prefix = words[:2] if len(words) > 1 and _SUBCOMMAND.match(words[1]) else words[:1]
+        return f"shell:{' '.join(prefix)}*" if prefix else "shell:"
+    if kind == "edit":
+        dirs = {posixpath.dirname(p) for p in call_subjects(kind, arguments, root)}
+        if len(dirs) == 1 and (d := dirs.pop()) not in ("", "."):
+            return f"edit:{d}/**"
+        return "edit:*"
+    return f"{kind}:{name}"
+
+
+class Permissions:
+    def __init__(self, mode: str = "ask", rules: list[str] | None = None, root: str | None = None):
+        """`root`: the workspace root, so absolute paths inside it match relative rules."""
+        if mode not in _MODE_TABLE:
+            raise ValueError(f"approval mode {mode!r} is not one of {', '.join(APPROVAL_MODES)}")
+        self.mode = mode
+        self.root = str(root) if root else None
+        self.rules: list[str] = []
+        for rule in rules or ():
+            self.add_rule(rule)
+
+    def add_rule(self, rule: str) -> None:
+        if ":" not in rule:
+            raise ValueError(f"allow rule {rule!r} must look like KIND:PATTERN, e.g. shell:pytest*")
+        if rule not in self.rules:
+            self.rules.append(rule)
+
+    def decide(self, name: str, kind: str | None, arguments: dict[str, Any] | str) -> Decision:
+        kind = kind or "shell"  # unknown kinds are treated as the riskiest
+        decision = _MODE_TABLE[self.mode].get(kind, "ask")
+        if decision == "ask" and self.allowed_by_rule(name, kind, arguments):
+            return "allow"
+        return decision
+
+    def allowed_by_rule(self, name: str, kind: str, arguments: dict[str, Any] | str) -> bool:
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError:
+                return False
+        if not isinstance(arguments, dict):
+            return False
+        patterns = [p for head, _, p in (r.partition(":") for r in self.rules) if head in (kind, name)]
+        if not patterns:
+            return False
+        if kind == "shell":
+            subjects = shell_commands((call_subjects(kind, arguments) or [""])[0])
+        elif kind == "edit":
+            subjects = call_subjects(kind, arguments, self.root)
+        else:
+            return any(fnmatch.fnmatchcase(n, p) for n in {name, name.removeprefix("git_")} for p in patterns)
+        return bool(subjects) and all(any(fnmatch.fnmatchcase(s, p) for p in patterns) for s in subjects)
+
+
+def shell_commands(command: str) -> list[str] | None:
+    """The simple commands of a command line, each matched on its own so `pytest; rm -rf ~`
+    is not allowed by `shell:pytest*`; None when it substitutes commands (never auto-allowed)."""
+    if "$(" in command or "`" in command:
+        return None
+    return [part.strip() for part in _SHELL_SPLIT.split(command) if part.strip()]

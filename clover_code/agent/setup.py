@@ -1,0 +1,81 @@
+"""Building an agent for a workspace from settings; shared by the headless runner and the TUI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from clover_code.agent.context import Conversation
+from clover_code.agent.events import ApprovalAnswered
+from clover_code.agent.instructions import load_instructions, render_system_prompt
+from clover_code.agent.loop import Agent, AgentSettings
+from clover_code.agent.permissions import Approver, Permissions, rule_for_always
+from clover_code.agent.session import SessionLog
+from clover_code.config import Settings
+from clover_code.engine import Engine, EngineError, make_engine
+from clover_code.tools import Registry, ToolContext, default_registry
+
+MODEL_HELP = ("no model to run: pass --model DIR (a local checkpoint folder) for the embedded engine, "
+              "or --endpoint URL for an OpenAI-compatible server (or set CLOVER_MODEL / CLOVER_ENDPOINT)")
+
+
+def build_engine(settings: Settings) -> Engine:
+    name = settings.engine_name()
+    if name.startswith("scripted:"):
+        return make_engine("scripted", replies=name.partition(":")[2])
+    if name == "remote":
+        return make_engine("remote", endpoint=settings.endpoint, api_key=settings.api_key, model=settings.model,
+                           connect_timeout=settings.connect_timeout, idle_timeout=settings.idle_timeout)
+    if name == "embedded":
+        if not settings.model:
+            raise EngineError(MODEL_HELP)
+        return make_engine("embedded", model=settings.model, threshold=settings.threshold,
+                           block_size=settings.block_size)
+    return make_engine(name)  # an unknown name: make_engine says which ones exist
+
+
+def agent_settings(settings: Settings) -> AgentSettings:
+    return AgentSettings(max_turns=settings.max_turns, max_tokens=settings.max_tokens,
+                         temperature=settings.temperature, threshold=settings.threshold,
+                         approval=settings.approval)
+
+
+def tool_context(settings: Settings, root: Path) -> ToolContext:
+    from clover_code.tools.checkpoints import Checkpoints
+    from clover_code.tools.workspace import Workspace
+
+    # full-auto never asks, so its shell always runs sandboxed.
+    sandbox = settings.sandbox or settings.approval == "full-auto"
+    return ToolContext(Workspace(root), sandbox=sandbox, shell_timeout=settings.shell_timeout,
+                       checkpoints=Checkpoints(root))
+
+
+def build_agent(settings: Settings, cwd: Path, approver: Approver, *, resume: str | None = None,
+                engine: Engine | None = None, registry: Registry | None = None) -> Agent:
+    """An agent on `cwd`: engine, tools, instructions, permissions and a session log
+    (a new one, or the one `resume` names: "last" or an id, replayed into the conversation)."""
+    root = Path(cwd).resolve()
+    registry = registry or default_registry()
+    session = SessionLog.open(root, resume) if resume else None  # a bad id fails before any loading
+    engine = engine or build_engine(settings)
+    ctx = tool_context(settings, root)
+    system = render_system_prompt(root, settings.approval, load_instructions(root).text, ctx.sandbox)
+    permissions = Permissions(settings.approval, list(settings.allow), str(root))
+    conversation = Conversation(system, registry.schemas())
+    if session is not None:
+        for event in session.events():
+            conversation.apply(event)
+            if isinstance(event, ApprovalAnswered) and event.answer == "always":
+                permissions.add_rule(_rule_of(registry, event, str(root)))
+    else:
+        session = SessionLog.create(root)
+    return Agent(engine, registry, ctx, approver, agent_settings(settings),
+                 session, system, permissions=permissions, conversation=conversation)
+
+
+def _rule_of(registry: Registry, event: ApprovalAnswered, root: str) -> str:
+    try:
+        arguments = json.loads(event.call.arguments)
+    except json.JSONDecodeError:
+        arguments = {}
+    kind = registry.kind(event.call.name) or "shell"
+    return rule_for_always(kind, event.call.name, arguments if isinstance(arguments, dict) else {}, root)

@@ -1,0 +1,208 @@
+"""Incremental tool-call parsing for the Qwen chat formats.
+
+Two markups, both inside `<tool_call>...</tool_call>`:
+    Qwen:        <tool_call>{"name": "read_file", "arguments": {"path": "a.py"}}</tool_call>
+    Qwen3-Coder: <tool_call><function=read_file><parameter=path>a.py</parameter></function></tool_call>
+
+Text arrives block by block. `feed` returns the text a user should see (everything
+outside the markup) and every call whose closing tag has just arrived. A possible tag
+prefix at the end of a chunk (`<tool_c`) is held back until the next chunk says what it
+is, so visible text never contains markup. Lives in the engine layer so the server can
+turn model text into structured `tool_calls` with the same rules as the agent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from clover_code.engine import ToolCall
+
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
+FORMAT_HINT = (
+    'Write a tool call as <tool_call>{"name": "TOOL", "arguments": {...}}</tool_call> '
+    "with the arguments as a JSON object."
+)
+
+_FUNCTION = re.compile(r"<function=([^>\n]*)>")
+_PARAMETER = re.compile(r"<parameter=([^>\n]*)>")
+_NAME_GUESS = re.compile(r'"name"\s*:\s*"([^"\n]{1,100})"|<function=([^>\n]{1,100})>')
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    call: ToolCall | None  # None when malformed
+    error: str | None  # what was wrong (malformed JSON, missing name, cut off ...)
+    raw: str  # the markup as written
+    name: str | None = None  # best guess at the tool meant, when malformed
+
+
+def new_call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:16]}"
+
+
+def _string_params(tools: Iterable[dict[str, Any]] | None) -> dict[str, set[str]]:
+    """Per tool, the parameters whose schema type is string (kept verbatim, never JSON-decoded)."""
+    out: dict[str, set[str]] = {}
+    for tool in tools or ():
+        fn = tool.get("function", tool)
+        props = (fn.get("parameters") or {}).get("properties") or {}
+        out[fn.get("name", "")] = {p for p, s in props.items() if s.get("type") == "string"}
+    return out
+
+
+def _held_prefix(text: str, tag: str) -> int:
+    """Length of the longest suffix of `text` that could be the start of `tag`."""
+    for n in range(min(len(tag) - 1, len(text)), 0, -1):
+        if tag.startswith(text[-n:]):
+            return n
+    return 0
+
+
+class ToolCallParser:
+    def __init__(self, tools: Iterable[dict[str, Any]] | None = None):
+        """`tools`: OpenAI function schemas; string parameters of the XML format then stay strings."""
+        self._strings = _string_params(tools)
+        self._buf = ""  # text not yet handed out
+        self._inside = False  # between <tool_call> and </tool_call>
+
+    def feed(self, text: str) -> tuple[str, list[ParsedCall]]:
+        return _join(self.feed_segments(text))
+
+    def finish(self) -> tuple[str, list[ParsedCall]]:
+        return _join(self.finish_segments())
+
+    def feed_segments(self, text: str) -> list[str | ParsedCall]:
+        """Like `feed`, keeping the order of text and calls."""
+        self._buf += text
+        out: list[str | ParsedCall] = []
+        while True:
+            if not self._inside:
+                at = self._buf.find(OPEN)
+                if at < 0:
+                    keep = _held_prefix(self._buf, OPEN)
+                    visible, self._buf = self._buf[:len(self._buf) - keep], self._buf[len(self._buf) - keep:]
+                    if visible:
+                        out.append(visible)
+                    return out
+                if at:
+                    out.append(self._buf[:at])
+                self._buf, self._inside = self._buf[at + len(OPEN):], True
+            else:
+                end = self._buf.find(CLOSE)
+                reopen = self._buf.find(OPEN)
+                if 0 <= reopen and (end < 0 or reopen < end):
+                    # A new call began before this one closed: this one was never finished.
+                    body, self._buf = self._buf[:reopen], self._buf[reopen:]
+                    out.append(_cut_off(body, "a new <tool_call> began before </tool_call>"))
+                    self._inside = False
+                    continue
+                if end < 0:
+                    return out
+                body, self._buf = self._buf[:end], self._buf[end + len(CLOSE):]
+                out.append(self._parse(body))
+                self._inside = False
+
+    def finish_segments(self) -> list[str | ParsedCall]:
+        rest, self._buf = self._buf, ""
+        if self._inside:
+            self._inside = False
+            return [_cut_off(rest, "the reply ended before </tool_call>")]
+        return [rest] if rest else []
+
+    def _parse(self, body: str) -> ParsedCall:
+        raw = OPEN + body + CLOSE
+        stripped = body.strip()
+        if stripped.startswith("<function="):
+            return self._parse_xml(stripped, raw)
+        return _parse_json(stripped, raw)
+
+    def _parse_xml(self, body: str, raw: str) -> ParsedCall:
+        m = _FUNCTION.match(body)
+        name = m.group(1).strip() if m else ""
+        if not name:
+            return _bad("the <function=NAME> tag has no name", raw)
+        rest = body[m.end():]
+        end = rest.rfind("</function>")
+        rest = rest if end < 0 else rest[:end]
+        strings = self._strings.get(name, set())
+        args: dict[str, Any] = {}
+        params = list(_PARAMETER.finditer(rest))
+        for i, p in enumerate(params):
+            # Qwen3-Coder sometimes drops </parameter>: the next tag ends the value then.
+            stop = params[i + 1].start() if i + 1 < len(params) else len(rest)
+            value = rest[p.end():stop]
+            close = value.rfind("</parameter>")
+            value = value if close < 0 else value[:close]
+            args[p.group(1).strip()] = _param_value(_trim_newline(value), p.group(1).strip() in strings)
+        if not params and rest.strip():
+            return _bad(f"text inside <function={name}> is not in <parameter=NAME> tags", raw, name)
+        return ParsedCall(ToolCall(new_call_id(), name, json.dumps(args, ensure_ascii=False)), None, raw)
+
+
+def _join(segments: list[str | ParsedCall]) -> tuple[str, list[ParsedCall]]:
+    text = "".join(s for s in segments if isinstance(s, str))
+    return text, [s for s in segments if isinstance(s, ParsedCall)]
+
+
+def split_text(text: str, tools: Iterable[dict[str, Any]] | None = None) -> list[str | ParsedCall]:
+    """A whole reply cut into visible text and calls, in order."""
+    parser = ToolCallParser(tools)
+    return parser.feed_segments(text) + parser.finish_segments()
+
+
+def _guess_name(body: str) -> str | None:
+    m = _NAME_GUESS.search(body)
+    return (m.group(1) or m.group(2)).strip() if m else None
+
+
+def _bad(error: str, raw: str, name: str | None = None) -> ParsedCall:
+    return ParsedCall(None, error, raw, name or _guess_name(raw))
+
+
+def _cut_off(body: str, why: str) -> ParsedCall:
+    return _bad(f"the tool call was cut off: {why}", OPEN + body)
+
+
+def _trim_newline(value: str) -> str:
+    """Qwen writes each value on its own lines; one newline either side is markup."""
+    if value.startswith("\n"):
+        value = value[1:]
+    if value.endswith("\n"):
+        value = value[:-1]
+    return value
+
+
+def _param_value(value: str, is_string: bool) -> Any:
+    if is_string:
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
+
+
+def _parse_json(body: str, raw: str) -> ParsedCall:
+    if not body:
+        return _bad("the tool call is empty", raw)
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as exc:
+        return _bad(f"the tool call is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", raw)
+    if not isinstance(data, dict):
+        return _bad('the tool call must be a JSON object with "name" and "arguments"', raw)
+    name = data.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return _bad('the tool call has no "name"', raw)
+    args = data.get("arguments", data.get("parameters", {}))
+    if isinstance(args, str):  # some models encode the arguments twice
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError as exc:
+            return _bad(f'"arguments" of {name} is not valid JSON: {exc.msg}', raw, name)
+    if not isinstance(args, dict):
+        return _bad(f'"arguments" of {name} must be a JSON object', raw, name)
+    return ParsedCall(ToolCall(new_call_id(), name.strip(), json.dumps(args, ensure_ascii=False)), None, raw)

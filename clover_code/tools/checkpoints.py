@@ -1,0 +1,208 @@
+"""Turn checkpoints: snapshot the work tree before a turn changes it, undo back to it.
+
+A snapshot is a commit of the whole work tree (untracked, non-ignored files included)
+made with git plumbing and a private index file, kept under a private ref
+(refs/clover/checkpoints/<session>/<n>): the user's index, HEAD, branches and stash
+are never touched. A folder that is not a git repository (or a sub-folder of one) gets
+a private shadow repository under the user's cache directory whose work tree is the
+folder; no .git is ever created in it.
+
+Undo restores a checkpoint's tree exactly with a two-tree `read-tree -u`: only files
+that differ are rewritten, files created since are removed, deleted ones come back.
+Ignored files (build output, venvs) are neither saved nor touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from clover_code.tools import ToolError
+
+IDENTITY = {"GIT_AUTHOR_NAME": "clover-code", "GIT_AUTHOR_EMAIL": "clover-code@localhost",
+            "GIT_COMMITTER_NAME": "clover-code", "GIT_COMMITTER_EMAIL": "clover-code@localhost"}
+# Derived trees nobody wants snapshotted in a folder without its own .gitignore.
+SHADOW_EXCLUDES = "node_modules/\n.venv/\nvenv/\n__pycache__/\n*.pyc\n.mypy_cache/\n.pytest_cache/\n"
+# Never run repository-configured programs from the snapshot path.
+SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+LISTED = 8  # file names shown per kind in an undo summary
+KEEP_DAYS = 14  # checkpoint refs of older sessions are dropped (their objects then age out in gc)
+
+
+class CheckpointError(ToolError):
+    """A snapshot or restore failed; the message says why."""
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "clover-code"
+
+
+class Checkpoints:
+    def __init__(self, root: str | Path, *, cache_dir: Path | None = None):
+        self.root = Path(root).resolve()
+        self._cache_dir = cache_dir or default_cache_dir()
+        self._lock = threading.Lock()
+        self._git_dir: Path | None = None  # found on first use
+        self._shadow = False  # True: a private repository, not the user's
+        self._tmp = tempfile.TemporaryDirectory(prefix="clover-checkpoints-")
+        self._index = Path(self._tmp.name) / "index"  # private index, kept warm across snapshots
+        self._session = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        self._stack: list[tuple[int, str]] = []  # (turn, commit), oldest first
+        self._first: str | None = None  # the session's first checkpoint, kept after undo
+        self._count = 0
+        self._turn = 0
+        self._taken = False  # a checkpoint exists for the current turn
+
+    # -- public ------------------------------------------------------------------
+
+    def begin_turn(self) -> None:
+        with self._lock:
+            self._turn += 1
+            self._taken = False
+
+    def ensure(self) -> None:
+        """Snapshot the work tree, once per turn, before its first change."""
+        with self._lock:
+            if self._taken:
+                return
+            tree = self._snapshot_tree()
+            parent = ["-p", self._stack[-1][1]] if self._stack else []
+            commit = self._git("commit-tree", tree, *parent, "-m", f"clover checkpoint: turn {self._turn}")
+            self._count += 1
+            self._git("update-ref", f"refs/clover/checkpoints/{self._session}/{self._count}", commit)
+            self._stack.append((self._turn, commit))
+            self._first = self._first or commit
+            self._taken = True
+
+    def undo(self) -> str:
+        """Restore the tree of the last checkpoint that differs from now; a summary of what changed."""
+        with self._lock:
+            if not self._stack:
+                if self._first is None:
+                    return "Nothing to undo: no changes were made in this session."
+                return "Nothing left to undo: every checkpoint of this session has been restored."
+            current = self._snapshot_tree()
+            while self._stack:
+                turn, commit = self._stack.pop()
+                changes = self._changes(current, f"{commit}^{{tree}}")
+                if changes:
+                    self._git("read-tree", "--reset", "-u", current, f"{commit}^{{tree}}")
+                    self._taken = False  # a later change in this turn needs a fresh checkpoint
+                    return _summary(turn, changes)
+            self._taken = False
+            return "Nothing to undo: the files already match the session's start."
+
+    def diff_since_start(self) -> str:
+        """Unified diff of the work tree against the session's first checkpoint ('' if none)."""
+        with self._lock:
+            if self._first is None:
+                return ""
+            current = self._snapshot_tree()
+            return self._git("diff", "--no-color", "--no-ext-diff", "--no-textconv",
+                             f"{self._first}^{{tree}}", current, strip=False)
+
+    # -- plumbing ------------------------------------------------------------------
+
+    def _snapshot_tree(self) -> str:
+        if self._git_dir is None:
+            self._git_dir = self._find_git_dir()
+            self._seed_index()
+            self._prune_old_sessions()
+        self._git("add", "-A", "--", ".")
+        tree = self._git("write-tree")
+        if self._shadow:  # keep the stat cache for the next session on this folder
+            kept = self._git_dir / "index.clover-tmp"
+            shutil.copy2(self._index, kept)
+            os.replace(kept, self._git_dir / "index")
+        return tree
+
+    def _changes(self, old: str, new: str) -> list[tuple[str, str]]:
+        out = self._git("diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new, strip=False)
+        fields = out.split("\0")
+        return [(fields[i], fields[i + 1]) for i in range(0, len(fields) - 1, 2)]
+
+    def _find_git_dir(self) -> Path:
+        found = subprocess.run(["git", "rev-parse", "--show-toplevel", "--absolute-git-dir"],
+                               cwd=self.root, env=_clean_env(), capture_output=True, text=True)
+        lines = found.stdout.splitlines()
+        if found.returncode == 0 and len(lines) == 2 and Path(lines[0]).resolve() == self.root:
+            return Path(lines[1])
+        self._shadow = True
+        return self._shadow_repo()
+
+    def _shadow_repo(self) -> Path:
+        key = hashlib.sha256(str(self.root).encode()).hexdigest()[:16]
+        shadow = self._cache_dir / "shadow" / f"{self.root.name}-{key}.git"
+        if not (shadow / "HEAD").exists():
+            shadow.parent.mkdir(parents=True, exist_ok=True)
+            _run(["git", "init", "-q", "--bare", str(shadow)], self.root, _clean_env())
+            _run(["git", "--git-dir", str(shadow), "config", "core.bare", "false"], self.root, _clean_env())
+            _run(["git", "--git-dir", str(shadow), "config", "core.worktree", str(self.root)],
+                 self.root, _clean_env())
+            (shadow / "info").mkdir(exist_ok=True)
+            (shadow / "info" / "exclude").write_text(SHADOW_EXCLUDES)
+        return shadow
+
+    def _seed_index(self) -> None:
+        """Start from the repository's index (a shadow's: the last session's): its stat cache
+        spares re-hashing unchanged files, and it holds tracked files that .gitignore would
+        otherwise hide from `add -A`."""
+        user_index = self._git_dir / "index"
+        if user_index.exists():
+            shutil.copy2(user_index, self._index)
+            if self._git("ls-files", "--cached", "--", "DOES-NOT-EXIST", check=False) is None:
+                self._index.unlink(missing_ok=True)  # unreadable copy (split index...): start empty
+
+    def _prune_old_sessions(self) -> None:
+        listing = self._git("for-each-ref", "--format=%(committerdate:unix) %(refname)",
+                            "refs/clover/checkpoints")
+        cutoff = time.time() - KEEP_DAYS * 86400
+        entries = (line.split(" ", 1) for line in listing.splitlines())
+        old = [ref for when, ref in entries if int(when) < cutoff]
+        if old:
+            self._git("update-ref", "--stdin", input="".join(f"delete {ref}\n" for ref in old))
+
+    def _git(self, *args: str, strip: bool = True, check: bool = True,
+             input: str | None = None) -> str | None:
+        env = {**_clean_env(), **IDENTITY, "GIT_DIR": str(self._git_dir), "GIT_WORK_TREE": str(self.root),
+               "GIT_INDEX_FILE": str(self._index)}
+        done = subprocess.run(["git", *SAFE_CONFIG, *args], cwd=self.root, env=env, capture_output=True,
+                              text=True, errors="replace", input=input)
+        if done.returncode != 0:
+            if not check:
+                return None
+            raise CheckpointError(f"checkpoint failed: git {args[0]}: {done.stderr.strip()}")
+        return done.stdout.strip() if strip else done.stdout
+
+
+def _clean_env() -> dict[str, str]:
+    """Our environment without GIT_* variables that would point git elsewhere."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | {"GIT_TERMINAL_PROMPT": "0"}
+
+
+def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise CheckpointError(f"checkpoint failed: {' '.join(argv[:3])}: {done.stderr.strip()}")
+
+
+def _summary(turn: int, changes: list[tuple[str, str]]) -> str:
+    """`changes` go from now to the checkpoint: A = comes back, D = removed, else restored."""
+    groups = {"restored": [], "removed (created since)": [], "brought back (deleted since)": []}
+    for status, path in changes:
+        key = {"A": "brought back (deleted since)", "D": "removed (created since)"}.get(status[0], "restored")
+        groups[key].append(path)
+    lines = [f"Undid turn {turn}: the files are back as they were before it."]
+    for label, paths in groups.items():
+        if paths:
+            more = f", ... ({len(paths) - LISTED} more)" if len(paths) > LISTED else ""
+            shown = ", ".join(paths[:LISTED]) + more
+            lines.append(f"{len(paths)} {label}: {shown}")
+    return "\n".join(lines)

@@ -1,0 +1,167 @@
+"""Git tools (GitPython): status, diff, log, commit; and turn checkpoints for undo.
+
+These run outside the sandbox, so they never run programs a repository could have
+configured for the read path (`core.fsmonitor`), and git_commit never amends, pushes
+or rewrites history: it only adds a new commit on the current branch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from pydantic import BaseModel, Field
+
+from clover_code.tools import ToolContext, ToolError, ToolResult
+from clover_code.tools.checkpoints import Checkpoints
+from clover_code.tools.shell import OutputCap
+
+__all__ = ["TOOLS", "Checkpoints", "GitStatus", "GitDiff", "GitLog", "GitCommit"]
+
+SAFE_CONFIG = ["-c", "core.fsmonitor=false", "-c", "color.ui=false", "-c", "core.quotePath=false"]
+DIFF_HEAD_BYTES, DIFF_TAIL_BYTES = 40_000, 10_000
+STATUS_LINES = 400
+
+
+class _Git:
+    """One repository, found from the workspace root (which may be a sub-folder of it)."""
+
+    def __init__(self, ctx: ToolContext):
+        import git  # GitPython costs ~0.1 s to import: only when a git tool runs
+
+        self.workspace = ctx.workspace
+        try:
+            self.repo = git.Repo(ctx.workspace.root, search_parent_directories=True)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise ToolError(
+                f"{ctx.workspace.root} is not inside a git repository; the git tools need one "
+                "(the user can run `git init` to make one)"
+            ) from None
+        if self.repo.bare:
+            raise ToolError(f"{ctx.workspace.root} is a bare git repository, with no work tree")
+
+    def run(self, *args: str, check: bool = True) -> tuple[int, str, str]:
+        status, out, err = self.repo.git.execute(
+            ["git", *SAFE_CONFIG, *args], with_extended_output=True, with_exceptions=False,
+            strip_newline_in_stdout=False,
+        )
+        if check and status != 0:
+            raise ToolError(f"git {args[0]} failed: {(err or out).strip()}")
+        return status, out, err
+
+    def out(self, *args: str) -> str:
+        return self.run(*args)[1]
+
+    def pathspecs(self, paths: list[str]) -> list[str]:
+        """Workspace paths (checked by the workspace policy) as paths git understands."""
+        return [str(self.workspace.resolve(p)) for p in paths]
+
+    def has_commits(self) -> bool:
+        return self.run("rev-parse", "--verify", "-q", "HEAD", check=False)[0] == 0
+
+
+async def _in_thread(fn, ctx: ToolContext):
+    """Run fn(_Git) off the event loop: importing GitPython and running git both block."""
+    return await asyncio.to_thread(lambda: fn(_Git(ctx)))
+
+
+class GitStatus:
+    name = "git_status"
+    kind = "read"
+
+    class Args(BaseModel):
+        pass
+
+    async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
+        def status(g: _Git) -> ToolResult:
+            lines = g.out("status", "--short", "--branch").splitlines()
+            branch, files = (lines[0], lines[1:]) if lines and lines[0].startswith("##") else ("", lines)
+            text = [branch.removeprefix("## ") and f"branch: {branch.removeprefix('## ')}"]
+            text += files[:STATUS_LINES]
+            if len(files) > STATUS_LINES:
+                text.append(f"[... {len(files) - STATUS_LINES} more entries not shown]")
+            if not files:
+                text.append("nothing to commit, working tree clean")
+            data = {"branch": branch.removeprefix("## "), "clean": not files, "entries": len(files)}
+            return ToolResult(True, "\n".join(t for t in text if t), data)
+
+        return await _in_thread(status, ctx)
+
+
+class GitDiff:
+    name = "git_diff"
+    kind = "read"
+
+    class Args(BaseModel):
+        staged: bool = Field(False, description="Show staged changes (the index against HEAD) "
+                             "instead of unstaged ones (the work tree against the index).")
+        path: str | None = Field(None, description="Limit the diff to this file or directory.")
+
+    async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
+        def diff(g: _Git) -> ToolResult:
+            spec = ["--", *g.pathspecs([args.path])] if args.path else []
+            cached = ["--cached"] if args.staged else []
+            text = g.out("diff", "--no-ext-diff", "--no-textconv", *cached, *spec)
+            if not text.strip():
+                which = "staged" if args.staged else "unstaged"
+                where = f" in {args.path}" if args.path else ""
+                return ToolResult(True, f"No {which} changes{where}. (Untracked files show in git_status.)",
+                                  {"diff": ""})
+            cap = OutputCap(DIFF_HEAD_BYTES, DIFF_TAIL_BYTES)
+            cap.feed(text.encode())
+            return ToolResult(True, cap.text(), {"diff": text})
+
+        return await _in_thread(diff, ctx)
+
+
+class GitLog:
+    name = "git_log"
+    kind = "read"
+
+    class Args(BaseModel):
+        n: int = Field(10, ge=1, le=200, description="How many commits to show, newest first.")
+        path: str | None = Field(None, description="Only commits that touched this file or directory.")
+
+    async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
+        def log(g: _Git) -> ToolResult:
+            if not g.has_commits():
+                return ToolResult(True, "No commits yet on this branch.", {"commits": 0})
+            spec = ["--", *g.pathspecs([args.path])] if args.path else []
+            text = g.out("log", f"-n{args.n}", "--date=short", "--format=%h %ad %an: %s", *spec)
+            count = len(text.splitlines())
+            return ToolResult(True, text.rstrip() or "No commits match.", {"commits": count})
+
+        return await _in_thread(log, ctx)
+
+
+class GitCommit:
+    name = "git_commit"
+    kind = "git"
+
+    class Args(BaseModel):
+        message: str = Field(min_length=1, description="The commit message (first line: a short summary).")
+        paths: list[str] | None = Field(
+            None, description="Commit only these files or directories (new, changed or deleted); "
+            "default: every change in the work tree."
+        )
+
+    async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
+        if not args.message.strip():
+            raise ToolError("the commit message is empty")
+
+        def commit(g: _Git) -> ToolResult:
+            spec = ["--", *g.pathspecs(args.paths)] if args.paths else []
+            g.out("add", "-A", *spec)
+            if g.run("diff", "--cached", "--quiet", *spec, check=False)[0] == 0:
+                where = f" in {', '.join(args.paths)}" if args.paths else ""
+                raise ToolError(f"nothing to commit{where}: no changes since the last commit")
+            # With paths, `git commit -- paths` commits only them and leaves other staged work staged.
+            g.out("commit", "-q", "--no-edit", "-m", args.message, *spec)
+            sha = g.out("rev-parse", "HEAD").strip()
+            stat = g.out("show", "--stat", "--format=%h %s", "HEAD").rstrip()
+            branch = g.out("branch", "--show-current").strip() or "(detached HEAD)"
+            return ToolResult(True, f"Committed on {branch}:\n{stat}", {"commit": sha, "branch": branch})
+
+        return await _in_thread(commit, ctx)
+
+
+TOOLS = [GitStatus(), GitDiff(), GitLog(), GitCommit()]

@@ -1,0 +1,171 @@
+"""run_shell: a command line in the workspace, sandboxed, time-limited, output capped.
+
+The command starts in its own session (so its own process group); a timeout or a
+cancellation kills that whole group at once, children included. Inside bubblewrap
+the PID namespace also takes down anything that left the group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from clover_code.tools import ToolContext, ToolError, ToolResult
+from clover_code.tools.sandbox import sandbox_argv, shell_env
+
+HEAD_BYTES = 16_000  # kept from the start of the output
+TAIL_BYTES = 16_000  # kept from its end
+READ_CHUNK = 65_536
+DRAIN_GRACE_S = 2.0  # after the process ends, how long leftover writers may hold the pipe
+
+
+class OutputCap:
+    """Keeps the first HEAD and the last TAIL bytes of a stream, counting what falls between."""
+
+    def __init__(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES):
+        self.head_limit, self.tail_limit = head, tail
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.cut_bytes = 0
+        self.cut_lines = 0
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if not chunk:
+            return
+        self.tail += chunk
+        over = len(self.tail) - self.tail_limit
+        if over > 0:
+            self.cut_bytes += over
+            self.cut_lines += self.tail.count(b"\n", 0, over)
+            del self.tail[:over]
+
+    def text(self) -> str:
+        head, tail = bytes(self.head), bytes(self.tail)
+        if self.cut_bytes:
+            head, tail = self._trim_to_lines(head, tail)
+            note = f"[... {self.cut_bytes:,} bytes ({self.cut_lines:,} lines) cut from the middle ...]\n"
+            head_text = head.decode(errors="replace")
+            if head_text and not head_text.endswith("\n"):
+                head_text += "\n"
+            return head_text + note + tail.decode(errors="replace")
+        return (head + tail).decode(errors="replace")
+
+    def _trim_to_lines(self, head: bytes, tail: bytes) -> tuple[bytes, bytes]:
+        """Cut at line ends, so no half line sits next to the notice."""
+        end = head.rfind(b"\n")
+        if end >= 0:
+            self.cut_bytes += len(head) - end - 1
+            head = head[: end + 1]
+        start = tail.find(b"\n")
+        if 0 <= start < len(tail) - 1:
+            self.cut_bytes += start + 1
+            self.cut_lines += 1
+            tail = tail[start + 1 :]
+        return head, tail
+
+
+@dataclass
+class Outcome:
+    exit_code: int | None
+    output: str
+    timed_out: bool
+    cut_bytes: int
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # already gone
+
+
+async def _drain(stream: asyncio.StreamReader, cap: OutputCap) -> None:
+    while chunk := await stream.read(READ_CHUNK):
+        cap.feed(chunk)
+
+
+async def run_command(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> Outcome:
+    """Run argv with stdout+stderr merged; kill its process group on timeout or cancellation."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+    )
+    cap = OutputCap()
+    reader = asyncio.create_task(_drain(proc.stdout, cap))
+    timed_out = False
+    try:
+        try:
+            await asyncio.wait_for(proc.wait(), timeout)
+        except TimeoutError:
+            timed_out = True
+    except BaseException:  # cancelled: the user pressed Esc / the turn ended
+        _kill_group(proc.pid)
+        reader.cancel()
+        await asyncio.shield(proc.wait())
+        raise
+    _kill_group(proc.pid)  # timeout, or background children still holding the group
+    await proc.wait()
+    try:
+        await asyncio.wait_for(reader, DRAIN_GRACE_S)
+    except TimeoutError:
+        pass  # a child that left the group keeps the pipe open; stop reading it
+    return Outcome(proc.returncode, cap.text(), timed_out, cap.cut_bytes)
+
+
+def _status_line(outcome: Outcome, timeout: float) -> str:
+    if outcome.timed_out:
+        return f"[timed out after {timeout:g} s: the command and all its children were killed]"
+    code = outcome.exit_code
+    if code is not None and code < 0:
+        return f"[killed by signal {-code}]"
+    return f"[exit code {code}]"
+
+
+class RunShell:
+    name = "run_shell"
+    kind = "shell"
+
+    class Args(BaseModel):
+        command: str = Field(description="Shell command line, run with bash -c in the workspace.")
+        cwd: str | None = Field(
+            None, description="Directory to run in, relative to the workspace root (default: the root)."
+        )
+        timeout: float | None = Field(
+            None, gt=0, description="Seconds before the command and all its children are killed; "
+            "can only lower the configured limit (default 120)."
+        )
+
+    async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
+        if not args.command.strip():
+            raise ToolError("command is empty")
+        workspace = ctx.workspace
+        cwd = workspace.resolve(args.cwd) if args.cwd else workspace.root
+        if not cwd.is_dir():
+            raise ToolError(f"cwd {args.cwd!r} is not a directory in the workspace")
+        limit = min(args.timeout or ctx.shell_timeout, ctx.shell_timeout)
+        argv = sandbox_argv(workspace.root, cwd, args.command, ctx.sandbox)
+        if ctx.checkpoints is not None:  # shell commands change files too: keep undo possible
+            try:
+                await asyncio.to_thread(ctx.checkpoints.ensure)
+            except ToolError as exc:
+                raise ToolError(f"{exc}; the command was not run, as it could not be undone") from None
+        outcome = await run_command(argv, cwd, shell_env(ctx.sandbox), limit)
+        status = _status_line(outcome, limit)
+        body = outcome.output if outcome.output.strip() else "(no output)\n"
+        text = body if body.endswith("\n") else body + "\n"
+        data = {"exit_code": outcome.exit_code, "timed_out": outcome.timed_out,
+                "sandboxed": ctx.sandbox, "cut_bytes": outcome.cut_bytes}
+        ok = outcome.exit_code == 0 and not outcome.timed_out
+        return ToolResult(ok, text + status, data)
+
+
+TOOLS = [RunShell()]

@@ -1,0 +1,190 @@
+"""Workspace policy: every path a tool touches stays inside the root.
+
+Also the stale-read guard (the agent may only change a file as it last saw it) and
+atomic writes. Shared by every tool family; no tool opens a path it did not get from
+`Workspace.resolve` / `resolve_for_write`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from clover_code.tools import ToolError
+
+# Hashing lets a touched-but-unchanged file (same bytes, new mtime) count as fresh;
+# above this size mtime+size alone decide, so a huge file costs no full read.
+HASH_LIMIT = 16 * 1024 * 1024
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# Read once at import: os.umask can only be read by setting it, which is not thread-safe.
+_UMASK = _current_umask()
+
+
+@dataclass(frozen=True)
+class _Seen:
+    mtime_ns: int
+    size: int
+    digest: str | None  # sha256 of the content, None when over HASH_LIMIT
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _file_digest(path: Path, size: int) -> str | None:
+    if size > HASH_LIMIT:
+        return None
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+class Workspace:
+    def __init__(self, root: str | Path):
+        try:
+            resolved = Path(root).expanduser().resolve(strict=True)
+        except (OSError, RuntimeError) as exc:
+            raise ToolError(f"workspace root {root} does not exist: {exc}") from None
+        if not resolved.is_dir():
+            raise ToolError(f"workspace root {root} is not a directory")
+        self.root: Path = resolved
+        self._given_root = Path(os.path.abspath(Path(root).expanduser()))  # may pass through symlinks
+        self._seen: dict[Path, _Seen] = {}
+
+    # -- paths -----------------------------------------------------------------
+
+    def resolve(self, path: str) -> Path:
+        """The real path of `path` (relative to the root, or absolute inside it)."""
+        if not isinstance(path, str) or not path.strip():
+            raise ToolError("path is empty; give a path relative to the workspace root")
+        if "\0" in path:
+            raise ToolError(f"path {path!r} contains a NUL byte")
+        raw = path.strip()
+        given = Path(os.path.expanduser(raw))
+        joined = given if given.is_absolute() else self.root / given
+        try:
+            real = joined.resolve(strict=False)
+        except (OSError, RuntimeError) as exc:  # symlink loop
+            raise ToolError(f"cannot resolve path {raw!r}: {exc}") from None
+        if self._inside(real):
+            return real
+        lexical = Path(os.path.normpath(joined))
+        if self._inside(lexical) or lexical.is_relative_to(self._given_root):
+            raise ToolError(
+                f"path {raw!r} goes through a symlink that leads outside the workspace (to {real}); refused"
+            )
+        raise ToolError(
+            f"path {raw!r} is outside the workspace ({self.root}); "
+            "tools may only access files inside it: use a path relative to the workspace root"
+        )
+
+    def resolve_for_write(self, path: str) -> Path:
+        """Like `resolve`, and also refuses the root itself and anything under .git/."""
+        real = self.resolve(path)
+        if real == self.root:
+            raise ToolError(f"path {path!r} is the workspace root itself, not a file")
+        parts = real.relative_to(self.root).parts
+        if any(part.lower() == ".git" for part in parts):
+            raise ToolError(f"path {path!r} is inside .git/; file tools never write there (use the git tools)")
+        return real
+
+    def relative(self, path: Path) -> str:
+        """'src/a.py' for display; '.' for the root."""
+        try:
+            rel = Path(path).relative_to(self.root)
+        except ValueError:
+            return str(path)
+        return rel.as_posix() or "."
+
+    def _inside(self, path: Path) -> bool:
+        return path == self.root or path.is_relative_to(self.root)
+
+    # -- stale-read guard --------------------------------------------------------
+
+    def note_read(self, path: Path, data: bytes | None = None) -> None:
+        """Remember the file as the agent saw it. `data`: its full content, if at hand."""
+        st = path.stat()
+        if data is not None and len(data) == st.st_size:
+            digest = _digest(data) if st.st_size <= HASH_LIMIT else None
+        else:
+            digest = _file_digest(path, st.st_size)
+        self._seen[path] = _Seen(st.st_mtime_ns, st.st_size, digest)
+
+    def note_written(self, path: Path) -> None:
+        """After our own write, the new content counts as seen."""
+        self.note_read(path)
+
+    def forget(self, path: Path) -> None:
+        """After our own delete or move: no record of the old path."""
+        self._seen.pop(path, None)
+
+    def check_fresh(self, path: Path) -> None:
+        """Refuse to change a file the agent never read, or that changed since it read it."""
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            return  # a new file: nothing to go stale
+        name = self.relative(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise ToolError(f"{name} is a directory, not a file")
+        seen = self._seen.get(path)
+        if seen is None:
+            raise ToolError(
+                f"{name} exists but you have not read it yet; read it with read_file first, then retry"
+            )
+        if (st.st_mtime_ns, st.st_size) == (seen.mtime_ns, seen.size):
+            return
+        if st.st_size == seen.size and seen.digest is not None:
+            if _file_digest(path, st.st_size) == seen.digest:  # touched, bytes unchanged
+                self._seen[path] = _Seen(st.st_mtime_ns, st.st_size, seen.digest)
+                return
+        raise ToolError(
+            f"{name} changed on disk since you last read it (edited by the user or another program); "
+            "read it again with read_file, then redo your change"
+        )
+
+    # -- writing -----------------------------------------------------------------
+
+    def atomic_write(self, path: Path, data: bytes) -> None:
+        """Write via a temp file in the same directory, fsync, rename; keeps an existing file's mode."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            mode = stat.S_IMODE(path.stat().st_mode)
+        except FileNotFoundError:
+            mode = 0o666 & ~_UMASK
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fchmod(fh.fileno(), mode)
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the rename itself durable; some filesystems refuse, which is harmless."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,378 @@
+"""Headless runs (`clover-code --task`): one task, no questions asked, for scripts and CI.
+
+Progress (blocks as they commit, one line per tool call) goes to stderr, the answer to
+stdout. `--output-format json` prints one result object at the end, `stream-json` one
+event per line as it happens and the result object last. The exit code says how it
+ended (constants in clover_code.cli, table in the README).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from clover_code.agent import events as ev
+from clover_code.cli import EXIT_ENGINE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LIMIT, EXIT_OK, EXIT_USAGE
+
+# TurnFinished.reason -> exit code. Reasons not listed here are failures (1).
+REASON_EXIT = {
+    "done": EXIT_OK,
+    "gave_up": EXIT_FAILED,
+    "error": EXIT_FAILED,
+    "engine_error": EXIT_ENGINE,
+    "max_turns": EXIT_LIMIT,
+    "cancelled": EXIT_INTERRUPTED,
+}
+
+
+class UsageError(Exception):
+    """The user's input is wrong (flags, task file, --cwd, config): exit 2, no traceback."""
+
+
+# ---------------------------------------------------------------- input
+
+def read_task(spec: str, stdin: TextIO) -> str:
+    """The task text from `TEXT`, `@FILE` (relative to the current directory) or `-` (stdin)."""
+    if spec == "-":
+        text = stdin.read()
+        source = "stdin"
+    elif spec.startswith("@") and len(spec) > 1:
+        path = Path(spec[1:]).expanduser()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            why = getattr(exc, "strerror", None) or str(exc)
+            raise UsageError(f"cannot read the task file {path}: {why}") from None
+        source = str(path)
+    else:
+        text, source = spec, "--task"
+    if not text.strip():
+        raise UsageError(f"the task from {source} is empty")
+    return text.strip()
+
+
+def resolve_cwd(cwd: str | None) -> Path:
+    path = Path(cwd or ".").expanduser()
+    if not path.is_dir():
+        raise UsageError(f"--cwd {cwd}: " + ("not a directory" if path.exists() else "no such directory"))
+    return path.resolve()
+
+
+def check_numbers(args: Any) -> None:
+    """Ranges argparse cannot check; the engine would report them later, less clearly."""
+    checks = [
+        ("--max-turns", args.max_turns, lambda v: v >= 1, "at least 1"),
+        ("--max-tokens", args.max_tokens, lambda v: v >= 1, "at least 1"),
+        ("--block-size", args.block_size, lambda v: v >= 1, "at least 1"),
+        ("--threshold", args.threshold, lambda v: 0 < v <= 1, "in (0, 1]"),
+        ("--temperature", args.temperature, lambda v: v >= 0, "0 or more"),
+    ]
+    for flag, value, ok, rule in checks:
+        if value is not None and not ok(value):
+            raise UsageError(f"{flag} {value}: must be {rule}")
+
+
+def flag_settings(args: Any) -> dict[str, Any]:
+    """Command-line values for load_settings (None: not given, lower layers decide).
+
+    Headless defaults to full-auto (no one is there to answer) unless --approval or
+    CLOVER_APPROVAL says otherwise; the config files' mode is the TUI's."""
+    approval = args.approval or (None if os.environ.get("CLOVER_APPROVAL") else "full-auto")
+    return {
+        "engine": args.engine, "model": args.model, "endpoint": args.endpoint,
+        "approval": approval, "max_turns": args.max_turns, "max_tokens": args.max_tokens,
+        "temperature": args.temperature, "threshold": args.threshold,
+        "block_size": args.block_size, "sandbox": False if args.no_sandbox else None,
+    }
+
+
+# ---------------------------------------------------------------- tallies
+
+@dataclass
+class Tally:
+    """What a run did, accumulated from its events."""
+
+    started: float = field(default_factory=time.perf_counter)
+    requests: int = 0
+    blocks: int = 0
+    tokens: int = 0
+    forward_passes: int | None = 0  # None once any block does not say
+    prompt_tokens: int | None = None
+    tool_calls: int = 0
+    tool_errors: int = 0
+    errors: list[str] = field(default_factory=list)
+    engine_failed: bool = False  # a fatal error that is not the agent's own bug
+    finished: ev.TurnFinished | None = None
+
+    def add(self, event: Any) -> None:
+        if isinstance(event, ev.BlockCommitted):
+            b = event.block
+            self.requests += b.index == 0
+            self.blocks += 1
+            self.tokens += b.tokens
+            self.forward_passes = None if b.steps is None or self.forward_passes is None else (
+                self.forward_passes + b.steps)
+            self.prompt_tokens = b.prompt_tokens if b.prompt_tokens is not None else self.prompt_tokens
+        elif isinstance(event, ev.ToolFinished):
+            self.tool_calls += 1
+            self.tool_errors += not event.ok
+        elif isinstance(event, ev.ErrorEvent):
+            self.errors.append(event.message)
+            # The loop reports EngineError as a fatal ErrorEvent, its own bugs as "internal error: ...".
+            self.engine_failed |= event.fatal and not event.message.startswith("internal error")
+        elif isinstance(event, ev.TurnFinished):
+            self.finished = event
+
+    def result(self, exit_code: int, reason: str, extra: dict[str, Any]) -> dict[str, Any]:
+        seconds = time.perf_counter() - self.started
+        stats = self.finished.stats if self.finished else {}
+        tpf = self.tokens / self.forward_passes if self.forward_passes else None
+        return {
+            "result": self.finished.text if self.finished else "",
+            "exit_reason": reason,
+            "exit_code": exit_code,
+            "is_error": exit_code != EXIT_OK,
+            "error": self.errors[-1] if self.errors else None,
+            "turns": stats.get("turns", self.requests),
+            "tool_calls": self.tool_calls,
+            "tool_errors": self.tool_errors,
+            "tokens": self.tokens,
+            "prompt_tokens": self.prompt_tokens,
+            "blocks": self.blocks,
+            "forward_passes": self.forward_passes if self.blocks else None,
+            "tpf": round(tpf, 3) if tpf else None,
+            "tokens_per_s": round(self.tokens / seconds, 2) if seconds > 0 else None,
+            "seconds": round(seconds, 3),
+            **extra,
+        }
+
+
+# ---------------------------------------------------------------- progress on stderr
+
+def call_summary(call: Any, width: int = 80) -> str:
+    """`read_file numkit/stats.py`: the tool and its most telling argument."""
+    try:
+        args = json.loads(call.arguments or "{}")
+    except (json.JSONDecodeError, TypeError):
+        args = None
+    detail = ""
+    if isinstance(args, dict):
+        for key in ("command", "path", "pattern", "message", "query", "paths"):
+            if args.get(key):
+                value = args[key]
+                detail = " ".join(map(str, value)) if isinstance(value, list) else str(value)
+                break
+    detail = " ".join(detail.split())
+    if len(detail) > width:
+        detail = detail[: width - 1] + "…"
+    return f"{call.name} {detail}".rstrip()
+
+
+def failure_reason(event: ev.ToolFinished) -> str:
+    """One line on why a tool failed: a command's exit status, else the start of the message."""
+    if event.data.get("timed_out"):
+        return "timed out"
+    if event.data.get("exit_code") is not None:
+        return f"exit code {event.data['exit_code']}"
+    return (event.output.strip().splitlines() or [""])[0][:120]
+
+
+class Progress:
+    """Human-readable progress: the model's visible text as it commits, one line per tool."""
+
+    def __init__(self, err: TextIO, show_text: bool = True):
+        from clover_code.engine.toolcalls import ToolCallParser
+
+        self.err = err
+        self.show_text = show_text
+        self.visible = ToolCallParser()  # only to hide <tool_call> markup from the reader
+        self.line_start = True
+
+    def write(self, text: str) -> None:
+        if text:
+            self.err.write(text)
+            self.err.flush()
+            self.line_start = text.endswith("\n")
+
+    def line(self, text: str) -> None:
+        self.write(("" if self.line_start else "\n") + text + "\n")
+
+    def __call__(self, event: Any) -> None:
+        if isinstance(event, ev.BlockCommitted):
+            if self.show_text:
+                text, _ = self.visible.feed(event.block.text)
+                self.write(text)
+                if event.block.finish:
+                    self.write(self.visible.finish()[0])
+        elif isinstance(event, ev.ToolFinished):
+            mark = "✓" if event.ok else "✗"
+            why = "" if event.ok else ": " + failure_reason(event)
+            self.line(f"  {mark} {call_summary(event.call)} ({event.seconds * 1000:.0f} ms){why}")
+        elif isinstance(event, ev.ApprovalAnswered) and event.answer == "no":
+            self.line(f"  - declined {call_summary(event.call)} (no one to ask; see --approval)")
+        elif isinstance(event, ev.Compacted):
+            self.line(f"  · context compacted: {event.tokens_before} -> {event.tokens_after} tokens")
+        elif isinstance(event, ev.Notice):
+            self.line(f"note: {event.text}")
+        elif isinstance(event, ev.ErrorEvent):
+            self.line(f"error: {event.message}")
+
+    def summary(self, result: dict[str, Any]) -> None:
+        passes = result["forward_passes"]
+        speed = f", {passes} forward passes (TPF {result['tpf']})" if passes else ""
+        self.line(f"[{result['exit_reason']}] {result['seconds']:.1f} s: {result['turns']} turns, "
+                  f"{result['tool_calls']} tool calls, {result['tokens']} tokens in "
+                  f"{result['blocks']} blocks{speed}")
+
+
+# ---------------------------------------------------------------- the run
+
+class Output:
+    """Where a run's events and result go, by --output-format."""
+
+    def __init__(self, fmt: str, out: TextIO, err: TextIO):
+        self.fmt, self.out = fmt, out
+        self.progress = Progress(err, show_text=fmt != "stream-json")
+        self.tally = Tally()
+
+    def event(self, event: Any) -> None:
+        self.tally.add(event)
+        if self.fmt == "stream-json":
+            self.emit(json.dumps(ev.to_json(event), ensure_ascii=False))
+        self.progress(event)
+
+    def emit(self, line: str) -> None:
+        """One line on stdout; a reader that went away (`| head`) ends output, not the run."""
+        try:
+            self.out.write(line + "\n")
+            self.out.flush()
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.out.fileno())  # so the interpreter's final flush stays quiet
+            os.close(devnull)
+
+    def finish(self, exit_code: int, reason: str, extra: dict[str, Any]) -> int:
+        result = self.tally.result(exit_code, reason, extra)
+        if self.tally.blocks or self.tally.finished:
+            self.progress.summary(result)
+        if self.fmt == "text":
+            if result["result"] and not _same_terminal(self.out, self.progress.err):
+                self.emit(result["result"].rstrip("\n"))
+        elif self.fmt == "json":
+            self.emit(json.dumps(result, ensure_ascii=False))
+        else:
+            self.emit(json.dumps({"type": "Result", **result}, ensure_ascii=False))
+        return exit_code
+
+
+def _same_terminal(a: TextIO, b: TextIO) -> bool:
+    """Both streams on one terminal: the answer was already streamed there, do not repeat it."""
+    try:
+        sa, sb = os.fstat(a.fileno()), os.fstat(b.fileno())
+        return a.isatty() and b.isatty() and (sa.st_dev, sa.st_ino, sa.st_rdev) == (
+            sb.st_dev, sb.st_ino, sb.st_rdev)
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def exit_for(tally: Tally, interrupted: bool) -> tuple[int, str]:
+    finished = tally.finished
+    if interrupted:
+        return EXIT_INTERRUPTED, "cancelled"
+    if finished is None:
+        return EXIT_FAILED, "error"
+    if finished.reason == "error" and tally.engine_failed:
+        return EXIT_ENGINE, "engine_error"
+    return REASON_EXIT.get(finished.reason, EXIT_FAILED), finished.reason
+
+
+async def drive(agent: Any, task: str, output: Output) -> tuple[int, str]:
+    """Run one task to its end; SIGINT/SIGTERM cancel it cleanly (a second Ctrl-C forces)."""
+    loop = asyncio.get_running_loop()
+    me = asyncio.current_task()
+    interrupted = False
+
+    def on_signal(sig: int) -> None:
+        nonlocal interrupted
+        interrupted = True
+        loop.remove_signal_handler(sig)  # the next one raises KeyboardInterrupt: forced exit
+        me.cancel()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal, sig)
+    events = agent.run(task)
+    try:
+        async for event in events:
+            output.event(event)
+    except asyncio.CancelledError:
+        if not interrupted:
+            raise
+        me.uncancel()
+    finally:
+        await events.aclose()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await agent.engine.aclose()
+        if agent.session is not None:
+            agent.session.close()
+    return exit_for(output.tally, interrupted)
+
+
+def _fail(output: Output, code: int, reason: str, message: str, extra: dict[str, Any]) -> int:
+    output.progress.line(f"clover-code: {message}")
+    output.tally.errors.append(message)
+    return output.finish(code, reason, extra)
+
+
+def run(args: Any) -> int:
+    from clover_code.config import ConfigError, load_settings
+    from clover_code.engine import EngineError
+
+    output = Output(args.output_format, sys.stdout, sys.stderr)
+    extra: dict[str, Any] = {"session_id": None, "engine": None, "model": None}
+    try:
+        check_numbers(args)
+        task = read_task(args.task, sys.stdin)
+        cwd = resolve_cwd(args.cwd)
+        settings = load_settings(cwd, flag_settings(args))
+    except (UsageError, ConfigError) as exc:
+        return _fail(output, EXIT_USAGE, "bad_input", str(exc), extra)
+    extra["engine"] = settings.engine_name()
+    try:
+        agent = _build(settings, cwd, args.resume, output)
+    except (UsageError, ConfigError) as exc:
+        return _fail(output, EXIT_USAGE, "bad_input", str(exc), extra)
+    except EngineError as exc:
+        return _fail(output, EXIT_ENGINE, "engine_error", str(exc), extra)
+    extra["session_id"] = agent.session.id if agent.session is not None else None
+    extra["model"] = agent.engine.info.model
+    output.tally = Tally()  # time the task, not the engine load
+    code, reason = asyncio.run(drive(agent, task, output))
+    return output.finish(code, reason, extra)
+
+
+def _build(settings: Any, cwd: Path, resume: str | None, output: Output) -> Any:
+    """The agent for this workspace; loading an embedded model takes a while, so say so."""
+    from clover_code.agent.permissions import approver_for_mode
+    from clover_code.agent.session import SessionError
+    from clover_code.agent.setup import build_agent
+
+    name = settings.engine_name()
+    if name == "embedded":
+        output.progress.line(f"clover-code: loading the embedded model "
+                             f"{settings.model or '(demo checkpoint)'} ...")
+    t0 = time.perf_counter()
+    try:
+        agent = build_agent(settings, cwd, approver_for_mode(settings.approval), resume=resume)
+    except SessionError as exc:  # --resume of a session that is not there or unreadable
+        raise UsageError(str(exc)) from None
+    if name == "embedded":
+        output.progress.line(f"clover-code: model ready in {time.perf_counter() - t0:.1f} s")
+    return agent

@@ -1,0 +1,75 @@
+"""ConversationView: the scrolling transcript: user messages, replies, tool cards, notes.
+
+Stays anchored to the bottom while new text arrives, until the user scrolls up.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from clover_code.engine import ToolCall
+from clover_code.ui.tui.widgets.assistant_message import AssistantMessage
+from clover_code.ui.tui.widgets.tool_card import ToolCard
+from clover_code.ui.tui.widgets.user_message import UserMessage
+
+
+class ConversationView(VerticalScroll, can_focus=False):
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.current: AssistantMessage | None = None  # the reply being streamed
+        self.cards: dict[str, ToolCard] = {}
+
+    def on_mount(self) -> None:
+        self.anchor()
+
+    def add_user(self, text: str) -> UserMessage:
+        self.end_assistant()
+        widget = UserMessage(text)
+        self.mount(widget)
+        return widget
+
+    def append_text(self, text: str) -> AssistantMessage:
+        if self.current is None:
+            self.current = AssistantMessage()
+            self.mount(self.current)
+        self.current.append(text)
+        return self.current
+
+    def add_assistant(self, text: str) -> AssistantMessage:
+        """A finished reply (history, resumed sessions)."""
+        self.end_assistant()
+        widget = AssistantMessage(text, frozen=True)
+        self.mount(widget)
+        return widget
+
+    def end_assistant(self, note: str | None = None) -> None:
+        if self.current is not None:
+            self.current.freeze(note)
+            self.current = None
+
+    def card(self, call: ToolCall, new: bool = False) -> ToolCard:
+        """The card of `call`; `new` starts one even if an earlier call had the same id."""
+        card = self.cards.get(call.id)
+        if card is None or new:
+            self.end_assistant()
+            card = self.cards[call.id] = ToolCard(call)
+            self.mount(card)
+        return card
+
+    def cancel_running(self) -> None:
+        self.end_assistant("cancelled")
+        for card in self.cards.values():
+            if card.status in ("parsed", "approval", "running"):
+                card.set_status("cancelled")
+
+    def add_note(self, text: str, kind: str = "info") -> Static:
+        widget = Static(Text(text), classes=f"note -{kind}")
+        self.mount(widget)
+        return widget
+
+    def clear(self) -> None:
+        self.current = None
+        self.cards.clear()
+        self.remove_children()

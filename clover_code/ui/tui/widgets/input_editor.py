@@ -1,0 +1,134 @@
+"""InputEditor: the multi-line prompt.
+
+Enter sends, Ctrl+J (or Shift+Enter where the terminal reports it) adds a newline,
+Up/Down on the first/last line walk the history, Tab completes `@path`, and a large paste
+is kept out of the way as a placeholder that expands when sent.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from textual import events
+from textual.message import Message
+from textual.widgets import TextArea
+
+PASTE_LINES, PASTE_CHARS = 8, 800  # a paste larger than this becomes a placeholder
+_AT_PATH = re.compile(r"@([\w./\-]*)$")
+_PLACEHOLDER = "[pasted text #{n}: {lines} lines]"
+
+
+class InputEditor(TextArea):
+    DEFAULT_CSS = """
+    InputEditor { height: auto; min-height: 3; max-height: 12; }
+    """
+
+    @dataclass
+    class Submitted(Message):
+        text: str
+
+    def __init__(self, *, paths: Callable[[], list[str]] | None = None, id: str | None = None) -> None:
+        super().__init__(id=id, soft_wrap=True, tab_behavior="focus", show_line_numbers=False,
+                         compact=True, highlight_cursor_line=False)
+        self.sent: list[str] = []
+        self._history_at: int | None = None  # index into history while browsing
+        self._draft = ""
+        self._pastes: dict[str, str] = {}
+        self._paths = paths or (lambda: [])
+
+    # --- sending -------------------------------------------------------------------------
+    def expanded_text(self) -> str:
+        text = self.text
+        for placeholder, pasted in self._pastes.items():
+            text = text.replace(placeholder, pasted)
+        return text
+
+    def submit(self) -> None:
+        text = self.expanded_text()
+        if not text.strip():
+            return
+        self.sent.append(self.text)
+        self._history_at = None
+        self._pastes.clear()
+        self.clear()
+        self.border_subtitle = ""
+        self.post_message(self.Submitted(text))
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            self.submit()
+            return
+        if event.key in ("ctrl+j", "shift+enter"):
+            event.stop()
+            event.prevent_default()
+            self.insert("\n")
+            return
+        if event.key == "tab" and self._complete():
+            event.stop()
+            event.prevent_default()
+            return
+        await super()._on_key(event)
+
+    # --- history -------------------------------------------------------------------------
+    def action_cursor_up(self, select: bool = False) -> None:
+        if select or self.cursor_location[0] > 0 or not self.sent:
+            return super().action_cursor_up(select)
+        if self._history_at is None:
+            self._draft, self._history_at = self.text, len(self.sent)
+        if self._history_at > 0:
+            self._history_at -= 1
+            self._show(self.sent[self._history_at])
+
+    def action_cursor_down(self, select: bool = False) -> None:
+        last = self.document.line_count - 1
+        if select or self.cursor_location[0] < last or self._history_at is None:
+            return super().action_cursor_down(select)
+        self._history_at += 1
+        if self._history_at >= len(self.sent):
+            self._history_at = None
+            self._show(self._draft)
+        else:
+            self._show(self.sent[self._history_at])
+
+    def _show(self, text: str) -> None:
+        self.load_text(text)
+        self.move_cursor(self.document.end)
+
+    # --- paste ---------------------------------------------------------------------------
+    async def _on_paste(self, event: events.Paste) -> None:
+        text = event.text
+        lines = text.count("\n") + 1
+        if lines <= PASTE_LINES and len(text) <= PASTE_CHARS:
+            return await super()._on_paste(event)
+        event.stop()
+        event.prevent_default()
+        placeholder = _PLACEHOLDER.format(n=len(self._pastes) + 1, lines=lines)
+        self._pastes[placeholder] = text
+        self.insert(placeholder)
+
+    # --- @path completion ----------------------------------------------------------------
+    def _complete(self) -> bool:
+        row, col = self.cursor_location
+        before = self.document[row][:col]
+        match = _AT_PATH.search(before)
+        if match is None:
+            return False
+        prefix = match.group(1)
+        found = [p for p in self._paths() if p.startswith(prefix)] or [
+            p for p in self._paths() if prefix and prefix in p]
+        if not found:
+            self.border_subtitle = f"no file matches @{prefix}"
+            return True
+        common = os.path.commonprefix(found) if all(p.startswith(prefix) for p in found) else prefix
+        if len(found) == 1:
+            common = found[0] + " "
+        if len(common) > len(prefix):
+            self.insert(common[len(prefix):])
+        self.border_subtitle = "" if len(found) == 1 else "  ".join(found[:8]) + (
+            f"  (+{len(found) - 8})" if len(found) > 8 else "")
+        return True

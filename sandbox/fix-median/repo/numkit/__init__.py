@@ -1,0 +1,3 @@
+from numkit.stats import clamp, mean, median, mode
+
+__all__ = ["clamp", "mean", "median", "mode"]

@@ -1,0 +1,116 @@
+"""Conversation building, token accounting and compaction."""
+
+import asyncio
+
+from agent_helpers import call, collect
+
+from clover_code.agent.context import Conversation, SUMMARY_HEADER, assistant_content, digest
+from clover_code.agent.events import BlockCommitted, Compacted, ToolCallParsed, ToolFinished, UserMessage
+from clover_code.engine import Block, ToolCall
+from clover_code.engine.scripted import ScriptedEngine
+from clover_code.tools import Registry, default_registry
+
+
+def small_registry() -> Registry:
+    return Registry([default_registry().tools["read_file"]])
+
+
+def test_compaction_when_the_window_would_overflow(git_repo, make_agent):
+    (git_repo / "big.txt").write_text("".join(f"line {i}: some words to fill the context\n" for i in range(110)))
+    engine = ScriptedEngine([
+        call("read_file", path="big.txt"),
+        call("read_file", path="big.txt", offset=50),
+        "SUMMARY: the user asked to read big.txt twice; it holds numbered lines.",
+        "Done reading.",
+    ], context_window=3000)
+    agent = make_agent(None, engine=engine, registry=small_registry(), max_tokens=200)
+    events = asyncio.run(collect(agent, "read big.txt"))
+    assert events[-1].reason == "done", events[-1]
+    (compacted,) = [e for e in events if isinstance(e, Compacted)]
+    assert compacted.dropped_messages == 3  # the task, the first reply and its result
+    assert compacted.tokens_after < compacted.tokens_before <= 3000
+    assert compacted.summary.startswith("SUMMARY: the user asked")
+    summary_request, last_request = engine.requests[2], engine.requests[3]
+    assert "Summarise this session" in summary_request.messages[-1]["content"]
+    assert "read big.txt" in summary_request.messages[-1]["content"]
+    roles = [m["role"] for m in last_request.messages]
+    assert roles == ["system", "user", "assistant", "tool"]
+    assert last_request.messages[1]["content"].startswith(SUMMARY_HEADER.format(n=3))
+    assert agent.conversation.dropped[0] == {"role": "user", "content": "read big.txt"}
+    assert engine.count_tokens(last_request) + 200 <= 3000
+
+
+def test_manual_compact_keeps_the_last_exchange(make_agent):
+    engine = ScriptedEngine([call("read_file", path="README.md"), "It says hello.", "A summary."])
+    agent = make_agent(None, engine=engine)
+    asyncio.run(collect(agent, "read the readme"))
+    assert len(agent.conversation.messages) == 4
+    compacted = asyncio.run(agent.compact())
+    assert compacted.dropped_messages == 3 and compacted.summary == "A summary."
+    assert [m["role"] for m in agent.conversation.messages] == ["user", "assistant"]
+
+
+def test_summary_falls_back_to_a_digest_when_the_model_fails(make_agent):
+    engine = ScriptedEngine(["Hello there."])  # no reply left for the summary
+    agent = make_agent(None, engine=engine)
+    asyncio.run(collect(agent, "say hello"))
+    compacted = asyncio.run(agent.compact())
+    assert compacted.dropped_messages == 1 and "- say hello" in compacted.summary
+
+
+def test_token_accounting_uses_server_usage_when_larger():
+    conv = Conversation("sys", [])
+    conv.apply(UserMessage("hi"))
+    conv.apply(BlockCommitted(Block("Hello", 1, 1, 0.0, index=0, prompt_tokens=5000)))
+    assert conv.tokens() >= 5001
+    conv.apply(UserMessage("more " * 100))
+    assert conv.tokens() > 5001 + 100
+
+
+def test_draft_becomes_messages_in_call_order_with_missing_results_marked():
+    conv = Conversation("sys")
+    conv.apply(UserMessage("go"))
+    a, b = ToolCall("1", "read_file", '{"path": "a"}'), ToolCall("2", "glob", '{"pattern": "*"}')
+    conv.apply(BlockCommitted(Block('ok <tool_call>{"name": "read_file", "arguments": {"path": "a"}}'
+                                    '</tool_call>', 5, 1, 0.0)))
+    conv.apply(ToolCallParsed(a))
+    conv.apply(BlockCommitted(Block(" then", 1, 1, 0.0, index=1, tool_calls=(b,))))
+    conv.apply(ToolCallParsed(b))
+    conv.apply(ToolFinished(b, True, "b.md", 0.0))
+    messages = conv.request_messages()
+    assert messages[2] == {"role": "assistant", "content": "ok  then", "tool_calls": [
+        {"id": "1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a"}'}},
+        {"id": "2", "type": "function", "function": {"name": "glob", "arguments": '{"pattern": "*"}'}}]}
+    assert [(m["tool_call_id"], m["content"][:7]) for m in messages[3:]] == [("1", "(not ru"), ("2", "b.md")]
+
+
+def test_assistant_content_and_digest():
+    assert assistant_content('a <tool_call>{"name": "x", "arguments": {}}</tool_call> b <tool_call>{bad'
+                             ) == "a  b <tool_call>{bad"
+    text = digest([{"role": "user", "content": "fix it"},
+                   {"role": "assistant", "content": "", "tool_calls": [
+                       {"id": "1", "function": {"name": "read_file", "arguments": "{}"}}]}])
+    assert "- fix it" in text and "read_file({})" in text
+
+
+def test_transcript_keeps_user_requests_and_cuts_tool_output():
+    from clover_code.agent.context import transcript
+
+    messages = [{"role": "user", "content": "please fix the parser"},
+                {"role": "tool", "tool_call_id": "1", "content": "x" * 50_000},
+                {"role": "user", "content": "and add a test"}]
+    text = transcript(messages, 2000)
+    assert "please fix the parser" in text and "and add a test" in text and "[... cut ...]" in text
+    assert len(text) <= 2000 * 3
+
+
+def test_reading_messages_mid_reply_does_not_close_it():
+    conv = Conversation("sys")
+    conv.apply(UserMessage("go"))
+    call_a = ToolCall("1", "glob", '{"pattern": "*"}')
+    conv.apply(BlockCommitted(Block("looking", 1, 1, 0.0)))
+    conv.apply(ToolCallParsed(call_a))
+    assert conv.messages[-1]["content"].startswith("(not run")  # a UI peeking while the tool runs
+    conv.apply(ToolFinished(call_a, True, "a.py", 0.0))
+    assert [m["role"] for m in conv.messages] == ["user", "assistant", "tool"]
+    assert conv.messages[-1]["content"] == "a.py"

@@ -1,0 +1,191 @@
+"""Turn checkpoints and undo, on real repositories, real files and the real run_shell tool."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clover_code.tools import Registry, ToolContext
+from clover_code.tools.git import Checkpoints
+from clover_code.tools.sandbox import bwrap_problem
+from clover_code.tools.shell import TOOLS as SHELL_TOOLS
+from clover_code.tools.workspace import Workspace
+
+SANDBOX = bwrap_problem() is None  # the real sandbox where this machine has one
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+def tree_state(root: Path) -> dict[str, tuple[bytes, bool]]:
+    """Every file under root except .git: content and executable bit."""
+    state = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            path = Path(dirpath, name)
+            state[path.relative_to(root).as_posix()] = (path.read_bytes(), os.access(path, os.X_OK))
+    return state
+
+
+def user_git_state(repo: Path) -> dict[str, str]:
+    return {
+        "head": git(repo, "rev-parse", "HEAD"),
+        "branches": git(repo, "for-each-ref", "refs/heads", "refs/tags"),
+        "stash": git(repo, "stash", "list"),
+        "index": git(repo, "ls-files", "-s"),
+        "staged": git(repo, "diff", "--cached"),
+    }
+
+
+async def agent_turn(root: Path, checkpoints: Checkpoints) -> None:
+    """What an agent turn does: an edit through the workspace, then shell commands."""
+    ws = Workspace(root)
+    ctx = ToolContext(ws, sandbox=SANDBOX, checkpoints=checkpoints)
+    checkpoints.ensure()  # the agent loop calls this before the turn's first change
+    target = ws.resolve_for_write("src/app.py")
+    ws.atomic_write(target, b"print('edited by the agent')\n")
+    (root / "notes.md").write_text("created, untracked\n")
+    registry = Registry(SHELL_TOOLS)
+    command = ("rm docs/guide.md && mkdir -p gen && echo x > gen/new.txt && chmod +x run.sh "
+               "&& echo more >> README.md")
+    result = await registry.call("run_shell", {"command": command}, ctx)
+    assert result.ok, result.output
+
+
+@pytest.fixture
+def project(git_repo: Path) -> Path:
+    (git_repo / "src").mkdir()
+    (git_repo / "src/app.py").write_text("print('hello')\n")
+    (git_repo / "docs").mkdir()
+    (git_repo / "docs/guide.md").write_text("# Guide\n")
+    (git_repo / "run.sh").write_text("#!/bin/sh\necho run\n")
+    (git_repo / ".gitignore").write_text("build/\n")
+    git(git_repo, "add", "-A")
+    git(git_repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "project")
+    return git_repo
+
+
+async def test_undo_restores_edits_new_files_and_shell_rm(project: Path, tmp_path: Path):
+    # Uncommitted user work before the session: a modified file and an untracked one.
+    (project / "src/app.py").write_text("print('user work in progress')\n")
+    (project / "scratch.txt").write_text("untracked user file\n")
+    before = tree_state(project)
+    checkpoints = Checkpoints(project, cache_dir=tmp_path / "cache")
+    checkpoints.begin_turn()
+    await agent_turn(project, checkpoints)
+    assert tree_state(project) != before
+    summary = checkpoints.undo()
+    assert tree_state(project) == before
+    assert "Undid turn 1" in summary
+    assert "docs/guide.md" in summary and "notes.md" in summary and "src/app.py" in summary
+    assert not (project / "gen").exists()  # emptied directories go too
+
+
+async def test_user_index_stash_and_branches_untouched(project: Path, tmp_path: Path):
+    (project / "README.md").write_text("stashed change\n")
+    git(project, "-c", "user.name=t", "-c", "user.email=t@t", "stash", "-q")
+    git(project, "branch", "feature")
+    (project / "src/app.py").write_text("staged change\n")
+    git(project, "add", "src/app.py")
+    (project / "src/app.py").write_text("staged change, then edited\n")
+    before = user_git_state(project)
+    checkpoints = Checkpoints(project, cache_dir=tmp_path / "cache")
+    checkpoints.begin_turn()
+    await agent_turn(project, checkpoints)
+    assert checkpoints.diff_since_start()
+    checkpoints.undo()
+    assert user_git_state(project) == before
+    assert (project / "src/app.py").read_text() == "staged change, then edited\n"
+    assert git(project, "for-each-ref", "refs/clover").count("refs/clover/checkpoints/") == 1
+    assert not (tmp_path / "cache").exists()  # a real repository needs no shadow
+
+
+async def test_not_a_git_repository_uses_a_shadow(tmp_path: Path):
+    plain = tmp_path / "plain"
+    (plain / "src").mkdir(parents=True)
+    (plain / "src/app.py").write_text("print('hello')\n")
+    (plain / "docs").mkdir()
+    (plain / "docs/guide.md").write_text("# Guide\n")
+    (plain / "run.sh").write_text("#!/bin/sh\n")
+    (plain / "README.md").write_text("hello\n")
+    before = tree_state(plain)
+    checkpoints = Checkpoints(plain, cache_dir=tmp_path / "cache")
+    checkpoints.begin_turn()
+    await agent_turn(plain, checkpoints)
+    assert "+print('edited by the agent')" in checkpoints.diff_since_start()
+    checkpoints.undo()
+    assert tree_state(plain) == before
+    assert not (plain / ".git").exists() and not (plain / ".clover").exists()
+    assert list((tmp_path / "cache" / "shadow").iterdir())
+
+
+def test_undo_goes_back_one_turn_at_a_time(project: Path, tmp_path: Path):
+    checkpoints = Checkpoints(project, cache_dir=tmp_path / "cache")
+    assert "Nothing to undo" in checkpoints.undo()
+    states = []
+    for turn in range(3):
+        checkpoints.begin_turn()
+        states.append(tree_state(project))
+        checkpoints.ensure()
+        checkpoints.ensure()  # idempotent within the turn
+        (project / f"turn{turn}.txt").write_text(f"{turn}\n")
+    for turn in reversed(range(3)):
+        assert f"Undid turn {turn + 1}" in checkpoints.undo()
+        assert tree_state(project) == states[turn]
+    assert "Nothing left to undo" in checkpoints.undo()
+
+
+def test_turn_without_changes_is_skipped_by_undo(project: Path, tmp_path: Path):
+    checkpoints = Checkpoints(project, cache_dir=tmp_path / "cache")
+    checkpoints.begin_turn()
+    checkpoints.ensure()
+    (project / "a.txt").write_text("a\n")
+    checkpoints.begin_turn()
+    checkpoints.ensure()  # e.g. a shell command that changed nothing
+    assert "Undid turn 1" in checkpoints.undo()
+    assert not (project / "a.txt").exists()
+
+
+def test_ignored_files_are_left_alone(project: Path, tmp_path: Path):
+    (project / "build").mkdir()
+    (project / "build/out.bin").write_bytes(b"old build")
+    checkpoints = Checkpoints(project, cache_dir=tmp_path / "cache")
+    checkpoints.begin_turn()
+    checkpoints.ensure()
+    (project / "build/out.bin").write_bytes(b"new build")
+    (project / "build/more.bin").write_bytes(b"more")
+    (project / "src/app.py").write_text("changed\n")
+    checkpoints.undo()
+    assert (project / "src/app.py").read_text() == "print('hello')\n"
+    assert (project / "build/out.bin").read_bytes() == b"new build" and (project / "build/more.bin").exists()
+
+
+def test_workspace_in_a_subfolder_does_not_touch_the_rest_of_the_repo(project: Path, tmp_path: Path):
+    checkpoints = Checkpoints(project / "src", cache_dir=tmp_path / "cache")
+    checkpoints.begin_turn()
+    checkpoints.ensure()
+    (project / "src/app.py").write_text("agent change\n")
+    (project / "README.md").write_text("user edits outside the workspace\n")
+    checkpoints.undo()
+    assert (project / "src/app.py").read_text() == "print('hello')\n"
+    assert (project / "README.md").read_text() == "user edits outside the workspace\n"
+
+
+def test_old_sessions_refs_are_pruned(project: Path, tmp_path: Path):
+    tree = git(project, "write-tree").strip()
+    when = "2001-01-01T00:00:00"
+    old_env = {**os.environ, "GIT_COMMITTER_DATE": when, "GIT_AUTHOR_DATE": when, "GIT_AUTHOR_NAME": "t",
+               "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    old = subprocess.run(["git", "commit-tree", tree, "-m", "old"], cwd=project, env=old_env, check=True,
+                         capture_output=True, text=True).stdout.strip()
+    git(project, "update-ref", "refs/clover/checkpoints/2001-old/1", old)
+    checkpoints = Checkpoints(project, cache_dir=tmp_path / "cache")
+    checkpoints.begin_turn()
+    checkpoints.ensure()
+    refs = git(project, "for-each-ref", "--format=%(refname)", "refs/clover")
+    assert "2001-old" not in refs and refs.count("\n") == 1

@@ -1,0 +1,27 @@
+"""The TUI on the real embedded engine (a tiny checkpoint): load progress and live denoise steps."""
+
+from __future__ import annotations
+
+from clover_code.config import Settings
+from clover_code.ui.tui.app import make_app
+from clover_code.ui.tui.widgets.denoise_view import DenoiseView
+from tui_helpers import idle, send, wait_for
+
+
+async def test_loading_progress_and_denoise_steps(repo, tiny_attention_ckpt):
+    settings = Settings(model=str(tiny_attention_ckpt), max_tokens=64, max_turns=1, sandbox=False)
+    app = make_app(settings, repo)
+    seen: list[float] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        show = app.status.loading
+        app.status.loading = lambda fraction, message: seen.append(fraction) or show(fraction, message)
+        await pilot.press("f2")
+        await wait_for(pilot, lambda: app.agent is not None, timeout=120)
+        assert seen and seen[-1] == 1.0  # the bar followed the load
+        assert app.status.info.engine == "embedded"
+        await send(pilot, "hi")
+        await idle(pilot)
+        view = app.query_one(DenoiseView)
+        assert view.last is not None and len(view.last.resolved) == app.agent.engine.info.block_size
+        assert "resolved" in str(view.render())
+        assert app.stats.forward_passes > 0
