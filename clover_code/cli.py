@@ -62,7 +62,7 @@ def generate_parser() -> argparse.ArgumentParser:
 def serve_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="clover-code serve",
                                 description="Serve a checkpoint over an OpenAI-compatible HTTP API.")
-    p.add_argument("--model", help="checkpoint folder (default: the demo checkpoint)")
+    p.add_argument("--model", help="checkpoint folder (or CLOVER_MODEL)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--api-key", help="required bearer token (or CLOVER_API_KEY); "

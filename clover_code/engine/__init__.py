@@ -10,6 +10,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Protocol, runtime_checkable
 
+from clover_code.tokens import estimate_tokens  # noqa: F401  (re-exported for engines)
+
 CLOVER_CONTEXT_WINDOW = 131_072
 DEFAULT_BLOCK_SIZE = 32
 DEFAULT_THRESHOLD = 0.95
@@ -89,11 +91,6 @@ class Engine(Protocol):
         ...
 
     async def aclose(self) -> None: ...
-
-
-def estimate_tokens(text: str) -> int:
-    """Token estimate when no tokenizer is at hand (about 3.5 bytes a token for code)."""
-    return max(1, (len(text.encode("utf-8")) * 2 + 6) // 7) if text else 0
 
 
 _ENGINES = {

@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from clover_code.engine import estimate_tokens
+from clover_code.tokens import estimate_tokens
 from clover_code.tools.tags import MAX_FILE_BYTES, Definition, FileTags, extract, language_for
 
 CACHE_FILE = "tags-v1.json"

@@ -29,3 +29,9 @@ def test_help_loads_nothing_heavy():
                          capture_output=True, text=True, check=True)
     assert "usage: clover-code" in out.stdout
     assert not any(f" {m}\n" in out.stderr or out.stderr.endswith(f" {m}") for m in ("torch", "transformers", "textual"))
+
+
+def test_tools_do_not_depend_on_engine_or_ui():
+    mods = loaded_after("import clover_code.tools.files, clover_code.tools.search, "
+                        "clover_code.tools.shell, clover_code.tools.git, clover_code.tools.repomap")
+    assert not {m for m in mods if m.startswith(("clover_code.engine", "clover_code.ui", "clover_code.agent"))}
