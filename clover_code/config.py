@@ -22,6 +22,11 @@ ENV_VARS = {
 }
 
 
+# A cloned repository is not trusted: its .clover/config.toml may not loosen safety or send
+# the API key elsewhere. These come only from the user's config, the environment or flags.
+USER_ONLY = frozenset({"sandbox", "approval", "allow", "endpoint", "api_key"})
+
+
 class ConfigError(Exception):
     """Bad settings from a file, the environment or flags; the message says which."""
 
@@ -43,6 +48,7 @@ class Settings:
     connect_timeout: float = 10.0
     idle_timeout: float = 120.0
     allow: list[str] = field(default_factory=list)  # e.g. "shell:pytest*", "edit:src/**"
+    notices: list[str] = field(default_factory=list)  # settings ignored, for the UI to show once
 
     def engine_name(self) -> str:
         """Which engine runs: flags/config/env win; with none, the embedded default."""
@@ -77,8 +83,14 @@ def _apply(settings: Settings, values: dict[str, Any], source: str) -> None:
 
 def load_settings(cwd: Path, flags: dict[str, Any] | None = None) -> Settings:
     settings = Settings()
-    for path in (user_config_path(), cwd / ".clover" / "config.toml"):
-        _apply(settings, _read_toml(path), str(path))
+    _apply(settings, _read_toml(user_config_path()), str(user_config_path()))
+    project_path = cwd / ".clover" / "config.toml"
+    project = _read_toml(project_path)
+    ignored = sorted(k for k in project if k.replace("-", "_") in USER_ONLY)
+    if ignored:
+        settings.notices.append(f"{project_path}: ignored {', '.join(ignored)} (only your own "
+                                f"config, the environment or flags may set these)")
+    _apply(settings, {k: v for k, v in project.items() if k not in ignored}, str(project_path))
     for name, variables in ENV_VARS.items():
         for var in variables:
             if os.environ.get(var):

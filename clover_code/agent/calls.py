@@ -102,7 +102,10 @@ class CallRunner:
             elif answer != "yes":
                 return self._finish(call, False, DECLINED)
         if kind in CHECKPOINTED_KINDS and not self.checkpointed and agent.ctx.checkpoints is not None:
-            await asyncio.to_thread(agent.ctx.checkpoints.ensure)
+            try:
+                await asyncio.to_thread(agent.ctx.checkpoints.ensure)
+            except ToolError as exc:  # no undo point: refuse the change rather than risk it
+                return self._finish(call, False, f"Not run: could not checkpoint the work tree for undo: {exc}")
             self.checkpointed = True
         agent.emit(ToolStarted(call))
         start = time.perf_counter()

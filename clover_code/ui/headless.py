@@ -345,6 +345,8 @@ def run(args: Any) -> int:
     except (UsageError, ConfigError) as exc:
         return _fail(output, EXIT_USAGE, "bad_input", str(exc), extra)
     extra["engine"] = settings.engine_name()
+    for notice in settings.notices:
+        print(f"note: {notice}", file=sys.stderr)
     try:
         agent = _build(settings, cwd, args.resume, output)
     except (UsageError, ConfigError) as exc:

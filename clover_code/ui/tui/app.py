@@ -78,6 +78,8 @@ class CloverApp(App):
         self.status.show(engine=self.settings.engine_name().split(":")[0],
                          model=self.settings.model or "", approval=self.settings.approval,
                          state="loading")
+        for notice in self.settings.notices:
+            self.notify(notice, severity="warning", timeout=15)
         self.load_agent(self.resume)
 
     @property
