@@ -175,6 +175,10 @@ async def test_info_commands(repo):
         await send(pilot, "/mode auto-edit")
         await wait_for(pilot, lambda: app.agent.permissions.mode == "auto-edit")
         assert app.status.info.approval == "auto-edit"
+        app.settings.sandbox = app.agent.ctx.sandbox = False  # as with --no-sandbox in ask mode
+        await send(pilot, "/mode full-auto")
+        await wait_for(pilot, lambda: app.agent.permissions.mode == "full-auto")
+        assert app.agent.ctx.sandbox is True
         await send(pilot, "/mode sideways")
         await wait_for(pilot, lambda: "unknown mode" in notes(app))
         await send(pilot, "/denoise")

@@ -130,6 +130,8 @@ def _mode(app: Any, arg: str) -> None:
     app.settings.approval = arg
     if permissions is not None:
         permissions.mode = arg
+        # full-auto never asks, so its shell must run sandboxed (as build_agent sets it up).
+        app.agent.ctx.sandbox = app.settings.sandbox or arg == "full-auto"
     app.status.show(approval=arg)
     app.view.add_note(f"approval mode: {arg}", "info")
 
