@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clover_code.agent.events import (
-    BlockCommitted, Compacted, Event, ToolCallParsed, ToolFinished, TurnFinished, UserMessage,
+    BlockCommitted, Cleared, Compacted, Event, ToolCallParsed, ToolFinished, TurnFinished, UserMessage,
 )
 from clover_code.engine import ChatRequest, Engine, EngineError, ToolCall, estimate_tokens
 from clover_code.engine.toolcalls import ToolCallParser, split_text
@@ -70,6 +70,11 @@ class Conversation:
         elif isinstance(event, Compacted):
             self.flush()
             self._compact(event)
+        elif isinstance(event, Cleared):
+            self.flush()
+            self.dropped.extend(self._messages)
+            self._messages = []
+            self._anchor = None
         elif isinstance(event, TurnFinished):
             self.flush()
 

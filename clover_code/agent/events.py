@@ -66,6 +66,13 @@ class Compacted:
 
 
 @dataclass(frozen=True)
+class Cleared:
+    """The user started over (/clear): later requests see none of the earlier messages."""
+
+    dropped_messages: int
+
+
+@dataclass(frozen=True)
 class Notice:
     text: str  # something the user should know once (demo model, retry, ...)
 
@@ -85,14 +92,14 @@ class TurnFinished:
 
 Event = (
     UserMessage | BlockCommitted | ToolCallParsed | ApprovalNeeded | ApprovalAnswered
-    | ToolStarted | ToolFinished | Compacted | Notice | ErrorEvent | TurnFinished
+    | ToolStarted | ToolFinished | Compacted | Cleared | Notice | ErrorEvent | TurnFinished
 )
 
 EVENT_TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (
         UserMessage, BlockCommitted, ToolCallParsed, ApprovalNeeded, ApprovalAnswered,
-        ToolStarted, ToolFinished, Compacted, Notice, ErrorEvent, TurnFinished,
+        ToolStarted, ToolFinished, Compacted, Cleared, Notice, ErrorEvent, TurnFinished,
     )
 }
 

@@ -19,7 +19,7 @@ from typing import Any, AsyncIterator, Callable
 from clover_code.agent.calls import CallRunner, failure_key
 from clover_code.agent.context import KEEP_FRACTION, Conversation, summarise
 from clover_code.agent.events import (
-    BlockCommitted, Compacted, ErrorEvent, Event, Notice, ToolFinished, TurnFinished, UserMessage,
+    BlockCommitted, Cleared, Compacted, ErrorEvent, Event, Notice, ToolFinished, TurnFinished, UserMessage,
 )
 from clover_code.agent.permissions import Approver, Permissions
 from clover_code.engine import Block, ChatRequest, DenoiseStep, Engine, EngineError
@@ -182,6 +182,12 @@ class Agent:
             raise EngineError(f"the conversation ({used} tokens) does not fit the context window "
                               f"({window}) even after compaction; start a new session")
         return min(self.settings.max_tokens, room)
+
+    def clear(self) -> Cleared:
+        """Start over (/clear); logged, so a resumed session starts over too."""
+        event = Cleared(len(self.conversation.messages))  # the system prompt stays
+        self.emit(event)
+        return event
 
     async def compact(self, keep_tokens: int = 0) -> Compacted:
         """Summarise older messages with the model, keep the recent ones verbatim (/compact)."""

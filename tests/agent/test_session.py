@@ -116,3 +116,16 @@ def test_unwritable_session_folder_is_a_clear_error(git_repo):
     (git_repo / ".clover").write_text("not a folder")
     with pytest.raises(SessionError, match="cannot write the session log"):
         SessionLog.create(git_repo)
+
+
+def test_clear_is_logged_and_survives_resume(git_repo, tmp_path):
+    settings = Settings(engine=script(tmp_path / "one.jsonl", "Hello."), approval="full-auto")
+    agent = build_agent(settings, git_repo, ModeApprover("yes"))
+    asyncio.run(collect(agent, "hi"))
+    assert agent.clear().dropped_messages == 2 and agent.conversation.messages == []
+
+    settings.engine = script(tmp_path / "two.jsonl", "Fresh start.")
+    resumed = build_agent(settings, git_repo, ModeApprover("yes"), resume="last")
+    assert resumed.conversation.messages == []
+    asyncio.run(collect(resumed, "again"))
+    assert [m["role"] for m in resumed.engine.requests[0].messages] == ["system", "user"]

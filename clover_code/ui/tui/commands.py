@@ -154,9 +154,8 @@ def _compact(app: Any, arg: str) -> None:
 
 def _clear(app: Any, arg: str) -> None:
     app.view.clear()
-    conversation = getattr(app.agent, "conversation", None)
-    if conversation is not None:
-        app.agent.conversation = type(conversation)(conversation.system, conversation.tools)
+    if app.agent is not None:
+        app.agent.clear()
     app.stats.context_used = 0
     app.status.show(context_used=0)
 
