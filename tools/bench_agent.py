@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -36,6 +34,7 @@ from clover_code.agent.permissions import approver_for_mode  # noqa: E402
 from clover_code.agent.setup import build_agent  # noqa: E402
 from clover_code.config import Settings  # noqa: E402
 from clover_code.engine.scripted import ScriptedEngine  # noqa: E402
+from bench_machine import machine_info
 
 GOALS = {"loop_overhead_ms": 5.0, "first_tool_start_ms": 10.0}
 FILLER = " ".join(f"word{i}" for i in range(96))  # three more 32-token blocks after the call
@@ -104,12 +103,7 @@ async def first_tool_start_ms(repo: Path) -> float:
 
 
 def machine() -> dict[str, Any]:
-    cpu = platform.processor()
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"nproc": os.cpu_count(), "cpu": cpu, "python": platform.python_version()}
+    return machine_info()
 
 
 async def measure(runs: int, round_trips: int) -> dict[str, Any]:

@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -29,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from bench_machine import cpu_model
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tools")]
@@ -184,14 +184,6 @@ def measure_kind(kind: str, folders: dict[str, Path]) -> dict:
     }
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def build_checkpoints(out: Path) -> dict[str, Path]:

@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import socket
 import statistics
 import subprocess
@@ -35,18 +34,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tools")]
 
 from clover_code.engine import ChatRequest  # noqa: E402
 from clover_code.engine.remote import RemoteEngine  # noqa: E402
+from bench_machine import cpu_model
 
 PROMPT = [{"role": "user", "content": "Write a short note about block diffusion."}]
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def free_port() -> int:

@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import random
 import shutil
 import statistics
@@ -34,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 from clover_code.tools import Registry, ToolContext  # noqa: E402
 from clover_code.tools.search import RepoMap, RepoMaps, TOOLS, rg_binary  # noqa: E402
 from clover_code.tools.workspace import Workspace  # noqa: E402
+from bench_machine import machine_info
 
 GOALS = {"grep_vs_rg": 1.5, "repo_map_warm_s": 0.2, "checkpoint_s": 0.5}
 NEEDLE = "needle_xyzzy_marker"
@@ -155,12 +155,7 @@ def bench_checkpoint(root: Path, runs: int) -> dict:
 
 
 def machine() -> dict:
-    cpu = platform.processor()
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"nproc": os.cpu_count(), "cpu": cpu, "rg": rg_binary()}
+    return {**machine_info(), "rg": rg_binary()}
 
 
 def main() -> None:

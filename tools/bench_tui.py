@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import pty
 import select
 import statistics
@@ -41,6 +40,7 @@ from clover_code.agent.events import BlockCommitted, TurnFinished, UserMessage
 from clover_code.config import Settings
 from clover_code.engine import Block
 from clover_code.ui.tui.app import make_app
+from bench_machine import machine_info
 
 BLOCK_TOKENS = 32
 SIZE = (120, 40)
@@ -287,7 +287,7 @@ def main() -> int:
     for rate in (int(r) for r in args.rates.split(",")):
         result[str(rate)] = asyncio.run(bench_rate(rate, args.runs, args.blocks))
     result["first_paint_s"] = first_paint(args.runs)
-    result["machine"] = {"nproc": os.cpu_count(), "cpu": _cpu(), "python": platform.python_version()}
+    result["machine"] = machine_info()
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -302,14 +302,6 @@ def main() -> int:
     return 0
 
 
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 if __name__ == "__main__":
