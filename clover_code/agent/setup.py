@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Callable
 from clover_code.agent.context import Conversation
 from clover_code.agent.events import ApprovalAnswered
 from clover_code.agent.instructions import load_instructions, render_system_prompt
@@ -18,7 +19,8 @@ MODEL_HELP = ("no model to run: pass --model DIR (a local checkpoint folder) for
               "or --endpoint URL for an OpenAI-compatible server (or set CLOVER_MODEL / CLOVER_ENDPOINT)")
 
 
-def build_engine(settings: Settings) -> Engine:
+def build_engine(settings: Settings, on_progress: Callable[[float, str], None] | None = None) -> Engine:
+    """The engine the settings name; `on_progress(fraction, message)` follows an embedded load."""
     name = settings.engine_name()
     if name.startswith("scripted:"):
         return make_engine("scripted", replies=name.partition(":")[2])
@@ -29,7 +31,7 @@ def build_engine(settings: Settings) -> Engine:
         if not settings.model:
             raise EngineError(MODEL_HELP)
         return make_engine("embedded", model=settings.model, threshold=settings.threshold,
-                           block_size=settings.block_size)
+                           block_size=settings.block_size, on_progress=on_progress)
     return make_engine(name)  # an unknown name: make_engine says which ones exist
 
 
@@ -50,13 +52,14 @@ def tool_context(settings: Settings, root: Path) -> ToolContext:
 
 
 def build_agent(settings: Settings, cwd: Path, approver: Approver, *, resume: str | None = None,
-                engine: Engine | None = None, registry: Registry | None = None) -> Agent:
+                engine: Engine | None = None, registry: Registry | None = None,
+                on_progress: Callable[[float, str], None] | None = None) -> Agent:
     """An agent on `cwd`: engine, tools, instructions, permissions and a session log
     (a new one, or the one `resume` names: "last" or an id, replayed into the conversation)."""
     root = Path(cwd).resolve()
     registry = registry or default_registry()
     session = SessionLog.open(root, resume) if resume else None  # a bad id fails before any loading
-    engine = engine or build_engine(settings)
+    engine = engine or build_engine(settings, on_progress)
     ctx = tool_context(settings, root)
     system = render_system_prompt(root, settings.approval, load_instructions(root).text, ctx.sandbox)
     permissions = Permissions(settings.approval, list(settings.allow), str(root))

@@ -355,15 +355,7 @@ def _default_factory(settings: Settings, cwd: Path, app_ref: list) -> AgentFacto
     def build(approver, resume):
         from clover_code.agent.setup import build_agent
 
-        engine = None
-        if settings.engine_name() == "embedded" and settings.model:
-            # Built here rather than in build_agent only to follow the load on the progress bar.
-            from clover_code.engine import make_engine
-
-            options = {"block_size": settings.block_size} if settings.block_size else {}
-            engine = make_engine("embedded", model=settings.model, on_progress=app_ref[0].loading_progress,
-                                 **options)
-        return build_agent(settings, cwd, approver, resume=resume, engine=engine)
+        return build_agent(settings, cwd, approver, resume=resume, on_progress=app_ref[0].loading_progress)
 
     return build
 
