@@ -99,4 +99,18 @@ def load_settings(cwd: Path, flags: dict[str, Any] | None = None) -> Settings:
     _apply(settings, flags or {}, "command line")
     if settings.approval not in APPROVAL_MODES:
         raise ConfigError(f"approval mode {settings.approval!r} is not one of {', '.join(APPROVAL_MODES)}")
+    use_demo_model(settings)
     return settings
+
+
+def use_demo_model(settings: Settings) -> None:
+    """With no model or endpoint named anywhere, the embedded engine runs the shipped demo
+    checkpoint, and the UIs say so (once, as a notice)."""
+    from clover_code.models import DEMO_NAME, DEMO_NOTICE, demo_model
+
+    if settings.engine_name() != "embedded" or settings.model:
+        return
+    folder = demo_model()
+    if folder is not None:
+        settings.model = str(folder)
+        settings.notices.append(DEMO_NOTICE.format(name=DEMO_NAME))

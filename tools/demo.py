@@ -6,9 +6,8 @@ Copies sandbox/<task>/repo to a temporary folder, makes it a git repository, run
 `clover-code --task` on it (embedded engine, full-auto, sandboxed shell), then runs the
 task's check command and prints the run's blocks, forward passes, TPF and tokens/s.
 
-Until the trained demo checkpoint ships inside the package, the default embedded model
-does not exist: the demo then builds a tiny random checkpoint (tools/make_tiny_model.py)
-and says so. Random weights write nonsense, so the check is not expected to pass then.
+Without --model it runs the embedded default: the demo checkpoint shipped in the package
+(clover_code/models/clover-demo, trained by tools/train_demo_model.py).
 """
 
 from __future__ import annotations
@@ -49,27 +48,17 @@ def prepare_repo(name: str, dest: Path) -> Path:
     return repo
 
 
-def shipped_checkpoint() -> Path | None:
-    """The trained demo checkpoint inside the package, once it exists (issue 7)."""
-    configs = sorted((ROOT / "clover_code" / "models").glob("*/config.json"))
-    return configs[0].parent if configs else None
-
-
-def tiny_checkpoint(dest: Path) -> Path:
-    sys.path.insert(0, str(ROOT / "tools"))
-    from make_tiny_model import make_tiny_model
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-
-    return Path(make_tiny_model(dest / "tiny-model", "attention", peaked=True))
+def demo_env() -> dict[str, str]:
+    """This Python's folder first on PATH: the agent's `python -m pytest` and the check use
+    the interpreter clover-code runs in, as a user's activated venv would."""
+    return {**os.environ, **GIT_ENV, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
 
 
 def run_agent(repo: Path, prompt: str, extra: list[str]) -> dict:
     """The real `clover-code --task` process; its progress streams to our stderr."""
     cmd = [sys.executable, "-m", "clover_code.cli", "--task", prompt, "--cwd", str(repo),
            "--output-format", "json", *extra]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env={**os.environ, **GIT_ENV})
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=demo_env())
     try:
         return json.loads(proc.stdout.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
@@ -77,21 +66,20 @@ def run_agent(repo: Path, prompt: str, extra: list[str]) -> dict:
 
 
 def run_check(repo: Path, check: str) -> bool:
-    env = {**os.environ, **GIT_ENV, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    proc = subprocess.run(["bash", "-c", check], cwd=repo, env=env, capture_output=True, text=True)
+    proc = subprocess.run(["bash", "-c", check], cwd=repo, env=demo_env(), capture_output=True, text=True)
     tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
     print("\n".join(f"    {line}" for line in tail))
     return proc.returncode == 0
 
 
-def print_figures(result: dict, passed: bool, random_weights: bool) -> None:
+def print_figures(result: dict, passed: bool) -> None:
     rows = [
         ("exit", f"{result.get('exit_code')} ({result.get('exit_reason')})"),
         ("turns", result.get("turns")), ("tool calls", result.get("tool_calls")),
         ("blocks", result.get("blocks")), ("tokens", result.get("tokens")),
         ("forward passes", result.get("forward_passes")), ("TPF", result.get("tpf")),
         ("tokens/s", result.get("tokens_per_s")), ("seconds", result.get("seconds")),
-        ("check", "passed" if passed else "failed" + (" (expected: random weights)" if random_weights else "")),
+        ("check", "passed" if passed else "failed"),
     ]
     print("\n== demo figures ==")
     for name, value in rows:
@@ -109,27 +97,13 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="clover-demo-"))
     try:
         repo = prepare_repo(args.task, work)
-        extra: list[str] = []
-        random_weights = False
-        if args.model:
-            extra += ["--model", args.model, "--max-turns", str(args.max_turns)]
-        elif shipped_checkpoint() is None:
-            random_weights = True
-            print("demo: the trained demo checkpoint is not shipped yet; using a tiny RANDOM checkpoint "
-                  "built by tools/make_tiny_model.py.\ndemo: it writes nonsense, so the task's check is "
-                  "NOT expected to pass; the run shows the real engine, loop and tools at work.\n"
-                  "demo: its output head is scaled so that many positions pass the threshold: its TPF "
-                  "shows the engine's ceiling, not what a trained model reaches.",
-                  file=sys.stderr)
-            extra += ["--model", str(tiny_checkpoint(work)), "--max-turns", "3", "--max-tokens", "256"]
-        else:
-            extra += ["--max-turns", str(args.max_turns)]
+        extra = ["--max-turns", str(args.max_turns)] + (["--model", args.model] if args.model else [])
         print(f"demo: task {args.task!r} in {repo}\ndemo: {task['prompt'].strip()}\n", file=sys.stderr)
         result = run_agent(repo, task["prompt"].strip(), extra)
         print("\n== check ==\n  $ " + task["check"].strip().replace("\n", "\n    "))
         passed = run_check(repo, task["check"])
-        print_figures(result, passed, random_weights)
-        return 0 if passed or random_weights else 1
+        print_figures(result, passed)
+        return 0 if passed else 1
     finally:
         if args.keep:
             print(f"demo: kept {work}", file=sys.stderr)

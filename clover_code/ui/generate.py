@@ -30,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"clover-code generate: {e}", file=sys.stderr)
         return EXIT_USAGE
+    for notice in settings.notices:
+        print(f"note: {notice}", file=sys.stderr)
     try:
         engine = build(settings)
         return asyncio.run(generate(engine, args.prompt, settings, show_steps=args.show_steps))

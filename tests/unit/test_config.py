@@ -45,3 +45,19 @@ def test_bad_files_and_values_are_clear_errors(tmp_path):
         load_settings(tmp_path / "repo")
     with pytest.raises(ConfigError, match="approval mode"):
         load_settings(tmp_path / "x", {"approval": "yolo"})
+
+
+def test_no_model_anywhere_means_the_shipped_demo_checkpoint_with_one_notice(tmp_path):
+    from clover_code.models import demo_model
+
+    s = load_settings(tmp_path)
+    assert demo_model() is not None, "the demo checkpoint must ship inside the package"
+    assert s.engine_name() == "embedded" and Path(s.model) == demo_model()
+    assert len([n for n in s.notices if "demo model" in n]) == 1
+    assert "--model DIR" in s.notices[0] and "--endpoint URL" in s.notices[0]
+
+
+@pytest.mark.parametrize("flags", [{"model": "/ckpt"}, {"endpoint": "http://127.0.0.1:9"}, {"engine": "scripted:r.jsonl"}])
+def test_a_named_model_or_endpoint_wins_over_the_demo(tmp_path, flags):
+    s = load_settings(tmp_path, flags)
+    assert s.model == flags.get("model") and not any("demo model" in n for n in s.notices)

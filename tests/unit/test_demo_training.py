@@ -1,0 +1,71 @@
+"""The demo model's training matches what the engine does at inference: a session's turns
+tokenize as the engine tokenizes their prompts, and the two-stream objective shows each
+noisy block exactly the logits the engine's denoiser computes for it."""
+
+import os
+import random
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tools.demo_model.chat import CHAT_TEMPLATE, check_row, render, session_row, train_tokenizer  # noqa: E402
+from tools.demo_model.sessions import GIT_ENV, generate  # noqa: E402
+from tools.demo_model.train import BLOCK, two_stream  # noqa: E402
+
+
+def small_setup():
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    from clover_code.tools import default_registry
+
+    os.environ.update(GIT_ENV)
+    session = generate(3, "rename")
+    tools = default_registry().schemas()
+    plain = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.BPE()), chat_template=CHAT_TEMPLATE)
+    tokenizer = train_tokenizer([render(plain, session["messages"], tools)], 400)
+    return session, tools, tokenizer
+
+
+def test_a_generated_session_ran_the_real_tools_and_tokenizes_like_the_engine():
+    session, tools, tokenizer = small_setup()
+    roles = [m["role"] for m in session["messages"]]
+    assert roles[:2] == ["system", "user"] and roles[-1] == "assistant" and "tool" in roles
+    pytest_output = [m["content"] for m in session["messages"] if m["role"] == "tool" and "passed" in m["content"]]
+    assert pytest_output and "[exit code 0]" in pytest_output[0]  # real pytest, through run_shell
+    row = session_row(tokenizer, session, tools)
+    check_row(tokenizer, session, tools, row)  # raises if a turn's prompt tokenizes differently
+    assert len(row.turns) == roles.count("assistant")
+    for start, end in row.turns:
+        assert row.ids[end - 1] == tokenizer.convert_tokens_to_ids("<|im_end|>")
+
+
+def test_two_stream_training_sees_what_the_engine_denoiser_sees():
+    from transformers import AutoModelForCausalLM
+
+    from clover_code.engine.denoisers import ModelDenoiser, read_props
+    from tools.train_demo_model import build_config
+
+    session, tools, tokenizer = small_setup()
+    row = session_row(tokenizer, session, tools)
+    size = dict(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, experts=4, top_k=2, expert_ffn=64)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(build_config("attention", tokenizer, size)).eval()
+    batch = two_stream(row, tokenizer.mask_token_id, tokenizer.pad_token_id, random.Random(0), copies=1)
+    with torch.no_grad():
+        hidden = model.model(input_ids=batch.input_ids, position_ids=batch.position_ids,
+                             attention_mask=batch.mask, use_cache=False).last_hidden_state[0]
+        denoiser = ModelDenoiser(model, read_props(model.config, tokenizer), "attention")
+        for turn in (0, 1):  # the first block of two turns: different prefixes
+            start = row.turns[turn][0]
+            at = batch.noisy_from + sum(-(-(e - s) // BLOCK) for s, e in row.turns[:turn]) * BLOCK
+            noisy = batch.input_ids[0, at:at + BLOCK]
+            trained = model.lm_head(hidden[at:at + BLOCK])  # [32, V]
+            denoiser.reset()
+            denoiser.commit(torch.tensor(row.ids[:start]))
+            served, _ = denoiser.denoise(noisy)  # [32, V]
+            assert torch.allclose(trained, served, atol=1e-4), (trained - served).abs().max()

@@ -1,0 +1,79 @@
+"""Score a checkpoint on held-out sessions with the real embedded engine.
+
+Every assistant turn of every session is decoded from the session's true history (the
+conversation up to that turn) at the given threshold, greedy. Figures: tokens per forward
+pass, the share of written tool calls that parse and pass their schema, the share of
+expected calls written exactly (tool and arguments, in order), and the share of turns
+entirely right.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import defaultdict
+from pathlib import Path
+
+
+def expected_calls(message: dict) -> list[tuple[str, dict]]:
+    return [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message.get("tool_calls") or []]
+
+
+async def decode_turn(engine, messages, tools, max_tokens: int) -> tuple[str, int, int]:
+    from clover_code.engine import ChatRequest
+
+    text, tokens, passes = "", 0, 0
+    async for block in engine.stream(ChatRequest(messages, tools, max_tokens=max_tokens)):
+        text += block.text
+        tokens += block.tokens
+        passes += block.steps or 0
+    return text, tokens, passes
+
+
+def score_turn(text: str, want: list[tuple[str, dict]], registry) -> dict:
+    from clover_code.engine.toolcalls import split_text
+
+    written = [p for p in split_text(text) if not isinstance(p, str)]
+    valid = [p for p in written if p.call is not None
+             and not isinstance(registry.validate(p.call.name, p.call.arguments), str)]
+    got = [(p.call.name, json.loads(p.call.arguments)) for p in written if p.call is not None]
+    exact = sum(1 for i, call in enumerate(want) if i < len(got) and got[i] == call)
+    return {"written": len(written), "valid": len(valid), "expected": len(want), "exact": exact,
+            "turn_right": got == want if want else not written}
+
+
+def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: float = 0.95,
+             max_tokens: int = 768) -> dict:
+    from clover_code.engine.embedded import EmbeddedEngine
+    from clover_code.tools import default_registry
+
+    registry = default_registry()
+    engine = EmbeddedEngine(model, threshold=threshold)
+    totals: dict[str, float] = defaultdict(float)
+    by_family: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+
+    async def run() -> None:
+        for session in sessions:
+            messages = session["messages"]
+            for i, m in enumerate(messages):
+                if m["role"] != "assistant":
+                    continue
+                text, tokens, passes = await decode_turn(engine, messages[:i], tools, max_tokens)
+                result = score_turn(text, expected_calls(m), registry)
+                result.update(tokens=tokens, passes=passes, turns=1)
+                for key, value in result.items():
+                    totals[key] += value
+                    by_family[session["family"]][key] += value
+
+    asyncio.run(run())
+    return {**figures(totals), "families": {f: figures(v) for f, v in sorted(by_family.items())},
+            "sessions": len(sessions), "threshold": threshold}
+
+
+def figures(t: dict[str, float]) -> dict:
+    return {"tpf": round(t["tokens"] / max(1, t["passes"]), 2),
+            "valid_call_rate": round(t["valid"] / max(1, t["written"]), 4),
+            "exact_call_rate": round(t["exact"] / max(1, t["expected"]), 4),
+            "turn_accuracy": round(t["turn_right"] / max(1, t["turns"]), 4),
+            "calls_expected": int(t["expected"]), "calls_written": int(t["written"]), "turns": int(t["turns"]),
+            "tokens": int(t["tokens"]), "forward_passes": int(t["passes"])}

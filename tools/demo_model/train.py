@@ -1,0 +1,148 @@
+"""Block-diffusion training of the demo model over the assistant turns of sessions.
+
+Attention-only models (`qwen3_moe`) train with two streams in one pass: the clean
+sequence (causal), then noisy copies of every assistant block, each seeing the clean
+tokens before the block and itself both ways: exactly what the engine's denoiser sees
+at inference (prefix_attention "causal", blocks aligned at the prompt's end, logits at
+position i predicting token i). Hybrids (`qwen3_5_moe`) cannot: their DeltaNet layers
+read the sequence in order, so a noisy block must directly follow its prefix; they
+train one block per sequence.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from tools.demo_model.chat import Row
+
+BLOCK = 32
+
+
+@dataclass
+class Batch:
+    input_ids: torch.Tensor  # [1, T]
+    position_ids: torch.Tensor  # [1, T]
+    mask: torch.Tensor  # [1, 1, T, T] additive
+    targets: torch.Tensor  # [N] token ids at the noisy positions that are masked
+    rows: torch.Tensor  # [N] their indices in the sequence
+    noisy_from: int  # first position of the noisy stream
+
+
+def turn_blocks(row: Row, filler: int) -> list[tuple[int, list[int]]]:
+    """(start position, 32 target ids) for every block of every assistant turn; a turn's
+    last block is padded with the filler token after <|im_end|>."""
+    blocks = []
+    for start, end in row.turns:
+        for b in range(start, end, BLOCK):
+            ids = row.ids[b:min(b + BLOCK, end)]
+            blocks.append((b, ids + [filler] * (BLOCK - len(ids))))
+    return blocks
+
+
+def noise(block: list[int], mask_id: int, rng: random.Random) -> tuple[list[int], list[int]]:
+    """The block with a random fraction of positions masked (at least one); masked offsets."""
+    rate = rng.uniform(0.02, 1.0)
+    hidden = [j for j in range(BLOCK) if rng.random() < rate] or [rng.randrange(BLOCK)]
+    noisy = list(block)
+    for j in hidden:
+        noisy[j] = mask_id
+    return noisy, hidden
+
+
+def two_stream(row: Row, mask_id: int, filler: int, rng: random.Random, copies: int) -> Batch:
+    """Clean sequence + `copies` noisy versions of each assistant block."""
+    L = len(row.ids)
+    ids, pos, targets, where = list(row.ids), list(range(L)), [], []
+    spans: list[tuple[int, int]] = []  # (block start in the sequence, position of the block)
+    for _ in range(copies):
+        for start, block in turn_blocks(row, filler):
+            noisy, hidden = noise(block, mask_id, rng)
+            at = len(ids)
+            spans.append((at, start))
+            ids += noisy
+            pos += range(start, start + BLOCK)
+            targets += [block[j] for j in hidden]
+            where += [at + j for j in hidden]
+    T = len(ids)
+    visible = torch.zeros(T, T, dtype=torch.bool)
+    visible[:L, :L] = torch.ones(L, L, dtype=torch.bool).tril()
+    for at, start in spans:
+        visible[at:at + BLOCK, :start] = True  # the clean prefix before the block
+        visible[at:at + BLOCK, at:at + BLOCK] = True  # itself, both ways
+    mask = torch.zeros(T, T).masked_fill(~visible, torch.finfo(torch.float32).min)
+    return Batch(torch.tensor([ids]), torch.tensor([pos]), mask[None, None], torch.tensor(targets),
+                 torch.tensor(where), L)
+
+
+def one_block(row: Row, mask_id: int, filler: int, rng: random.Random) -> Batch:
+    """Prefix + one noisy block, for hybrids: the block directly follows its prefix."""
+    start, block = rng.choice(turn_blocks(row, filler))
+    noisy, hidden = noise(block, mask_id, rng)
+    ids = row.ids[:start] + noisy
+    T = len(ids)
+    visible = torch.ones(T, T, dtype=torch.bool).tril()
+    visible[start:, start:] = True
+    mask = torch.zeros(T, T).masked_fill(~visible, torch.finfo(torch.float32).min)
+    return Batch(torch.tensor([ids]), torch.arange(T)[None], mask[None, None],
+                 torch.tensor([block[j] for j in hidden]), torch.tensor([start + j for j in hidden]), start)
+
+
+def balance_loss(router_logits, experts: int, top_k: int) -> torch.Tensor:
+    """Switch-style load balancing over the routed tokens of every MoE layer."""
+    total = 0.0
+    for logits in router_logits:  # [T, E] per layer
+        probs = logits.float().softmax(-1)
+        chosen = F.one_hot(probs.topk(top_k, -1).indices, experts).sum(1).float()  # [T, E]
+        total = total + experts * (chosen.mean(0) / top_k * probs.mean(0)).sum()
+    return total / max(1, len(router_logits))
+
+
+def step_loss(model, batch: Batch, aux_coef: float) -> tuple[torch.Tensor, float, int]:
+    """Cross-entropy over the masked noisy positions; (loss, accuracy, count)."""
+    moe = aux_coef > 0 and hasattr(model.config.get_text_config(), "num_experts")
+    out = model.model(input_ids=batch.input_ids, position_ids=batch.position_ids,
+                      attention_mask=batch.mask, use_cache=False, output_router_logits=moe)
+    hidden = out.last_hidden_state[0, batch.rows]  # [N, H]
+    logits = model.lm_head(hidden).float()  # [N, V]
+    loss = F.cross_entropy(logits, batch.targets)
+    if moe and getattr(out, "router_logits", None):
+        cfg = model.config.get_text_config()
+        loss = loss + aux_coef * balance_loss(out.router_logits, cfg.num_experts, cfg.num_experts_per_tok)
+    acc = (logits.argmax(-1) == batch.targets).float().mean().item()
+    return loss, acc, int(batch.targets.numel())
+
+
+def lr_at(step: int, steps: int, peak: float, warmup: int) -> float:
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, steps - warmup))
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+class Meter:
+    """Running means for the log line."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.loss = self.acc = 0.0
+        self.n = self.tokens = 0
+        self.start = time.perf_counter()
+
+    def add(self, loss: float, acc: float, tokens: int):
+        self.loss += loss
+        self.acc += acc
+        self.n += 1
+        self.tokens += tokens
+
+    def line(self) -> str:
+        n = max(1, self.n)
+        secs = time.perf_counter() - self.start
+        return f"loss {self.loss / n:.3f} acc {self.acc / n:.3f} seq-tokens/s {self.tokens / secs:.0f}"

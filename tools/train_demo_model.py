@@ -1,0 +1,275 @@
+"""Train the demo checkpoint that ships inside the package (issue 7).
+
+    python tools/train_demo_model.py data  --run RUN [--count 6000] [--heldout 150] [--workers 2]
+    python tools/train_demo_model.py train --run RUN [--kind attention|hybrid] [--steps N] [--minutes M]
+    python tools/train_demo_model.py eval  --run RUN [--limit 150]
+    python tools/train_demo_model.py export --run RUN [--out clover_code/models/clover-demo]
+
+`data` writes synthetic agent sessions (tools/demo_model/sessions.py: the sandbox task
+families run through the real tools on generated repositories) to RUN/data; the held-out
+sessions use seeds the training ones never do. `train` trains a byte-level BPE on them,
+then the model, checkpointing to RUN/state.pt every few minutes and resuming from it; it
+is reproducible from --seed. `eval` decodes every assistant turn of the held-out sessions
+with the real embedded engine at threshold 0.95 and scores the tool calls. `export` writes
+the checkpoint in fp16 with its tokenizer and chat template.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_OUT = ROOT / "clover_code" / "models" / "clover-demo"
+
+
+def tool_schemas() -> list[dict]:
+    from clover_code.tools import default_registry
+
+    return default_registry().schemas()
+
+
+def load_sessions(pattern: str) -> list[dict]:
+    sessions = []
+    for path in sorted(glob.glob(pattern)):
+        with open(path, encoding="utf-8") as fh:
+            sessions += [json.loads(line) for line in fh if line.strip()]
+    return sessions
+
+
+# -- data ------------------------------------------------------------------------------------
+
+def cmd_data(args) -> int:
+    data = args.run / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    gen = [sys.executable, "-m", "tools.demo_model.sessions"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([*gen, str(data / "heldout.jsonl"), "--count", str(args.heldout), "--seed", "10000000"],
+                   check=True, cwd=ROOT, env=env)
+    subprocess.run([*gen, str(data / "train.jsonl"), "--count", str(args.count), "--seed", str(args.seed),
+                    "--workers", str(args.workers)], check=True, cwd=ROOT, env=env)
+    return 0
+
+
+# -- model -----------------------------------------------------------------------------------
+
+def build_config(kind: str, tokenizer, size: dict):
+    ids = {"mask_token_id": tokenizer.mask_token_id, "eos_token_id": tokenizer.eos_token_id,
+           "pad_token_id": tokenizer.pad_token_id, "bos_token_id": None}
+    common = dict(vocab_size=len(tokenizer), hidden_size=size["hidden"], num_hidden_layers=size["layers"],
+                  num_attention_heads=size["heads"], num_key_value_heads=size["kv_heads"], head_dim=size["head_dim"],
+                  num_experts=size["experts"], num_experts_per_tok=size["top_k"],
+                  moe_intermediate_size=size["expert_ffn"], max_position_embeddings=8192,
+                  tie_word_embeddings=True, **ids)
+    # Block-diffusion properties the engine reads (clover_code/engine/denoisers.py).
+    diffusion = dict(block_size=32, block_alignment="prompt", logits_shift=0, prefix_attention="causal")
+    if kind == "attention":
+        from transformers import Qwen3MoeConfig
+
+        cfg = Qwen3MoeConfig(intermediate_size=size["expert_ffn"], decoder_sparse_step=1, norm_topk_prob=True,
+                             rope_theta=10000.0, **common)
+    else:
+        from transformers import Qwen3_5MoeTextConfig
+
+        cfg = Qwen3_5MoeTextConfig(
+            layer_types=["linear_attention" if (i + 1) % 4 else "full_attention" for i in range(size["layers"])],
+            linear_num_key_heads=size["heads"] // 2, linear_num_value_heads=size["heads"],
+            linear_key_head_dim=size["head_dim"], linear_value_head_dim=size["head_dim"],
+            shared_expert_intermediate_size=size["expert_ffn"], **common)
+    for key, value in diffusion.items():
+        setattr(cfg, key, value)
+    return cfg
+
+
+SIZES = {"attention": dict(hidden=256, layers=4, heads=8, kv_heads=4, head_dim=32, experts=8, top_k=2, expert_ffn=256),
+         "hybrid": dict(hidden=256, layers=8, heads=8, kv_heads=4, head_dim=32, experts=8, top_k=2, expert_ffn=192)}
+
+
+def build_model(kind: str, tokenizer, seed: int):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(build_config(kind, tokenizer, SIZES[kind]))
+    return model
+
+
+def tokenizer_and_rows(run: Path, vocab: int, init_from: Path | None = None):
+    """The run's tokenizer (trained once, or the one of the checkpoint training resumes from)
+    and its sessions as rows (cached by data size)."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from tools.demo_model.chat import check_row, render, session_row, train_tokenizer
+
+    tools = tool_schemas()
+    sessions = load_sessions(str(run / "data" / "train.jsonl*"))
+    tok_dir = run / "tokenizer"
+    if init_from is not None and not (tok_dir / "tokenizer.json").exists():
+        AutoTokenizer.from_pretrained(init_from).save_pretrained(tok_dir)
+    if not (tok_dir / "tokenizer.json").exists():
+        from transformers import PreTrainedTokenizerFast
+        from tokenizers import Tokenizer, models
+
+        from tools.demo_model.chat import CHAT_TEMPLATE
+
+        plain = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.BPE()), chat_template=CHAT_TEMPLATE)
+        texts = [render(plain, s["messages"], tools) for s in sessions]
+        train_tokenizer(texts, vocab).save_pretrained(tok_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tok_dir)
+    cache = run / f"rows-{len(sessions)}.pt"
+    if cache.exists():
+        return tokenizer, torch.load(cache, weights_only=False)
+    rows = []
+    for i, s in enumerate(sessions):
+        row = session_row(tokenizer, s, tools)
+        if i < 30:
+            check_row(tokenizer, s, tools, row)
+        rows.append(row)
+    torch.save(rows, cache)
+    return tokenizer, rows
+
+
+# -- train -----------------------------------------------------------------------------------
+
+def cmd_train(args) -> int:
+    import torch
+
+    from tools.demo_model.train import Meter, lr_at, one_block, step_loss, two_stream
+
+    torch.set_num_threads(args.threads)
+    run = args.run
+    tokenizer, rows = tokenizer_and_rows(run, args.vocab, args.init_from)
+    state_path = run / f"state-{args.kind}.pt"
+    model = build_model(args.kind, tokenizer, args.seed)
+    if args.init_from and not state_path.exists():  # continue from a shipped checkpoint's weights
+        from transformers import AutoModelForCausalLM
+
+        model.load_state_dict(AutoModelForCausalLM.from_pretrained(args.init_from, dtype=torch.float32).state_dict())
+        print(f"weights from {args.init_from}", flush=True)
+    params = sum(p.numel() for p in model.parameters())
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
+    step, rng = 0, random.Random(args.seed)
+    if state_path.exists():
+        state = torch.load(state_path, weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        step, rng = state["step"], state["rng"]
+        print(f"resumed at step {step}", flush=True)
+    print(f"{args.kind}: {params / 1e6:.2f}M parameters, {len(rows)} sessions, vocab {len(tokenizer)}", flush=True)
+    mask_id, filler = tokenizer.mask_token_id, tokenizer.pad_token_id
+    stop = {"now": False}
+    signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+
+    def save():
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "rng": rng,
+                    "kind": args.kind}, str(state_path) + ".tmp")
+        os.replace(str(state_path) + ".tmp", state_path)
+
+    meter, deadline, last_save = Meter(), time.time() + args.minutes * 60, time.time()
+    model.train()
+    while step < args.steps and time.time() < deadline and not stop["now"]:
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, args.steps, args.lr, args.warmup)
+        opt.zero_grad(set_to_none=True)
+        for _ in range(args.accum):
+            row = rows[rng.randrange(len(rows))]
+            batch = (two_stream(row, mask_id, filler, rng, args.copies) if args.kind == "attention"
+                     else one_block(row, mask_id, filler, rng))
+            loss, acc, _ = step_loss(model, batch, args.aux)
+            (loss / args.accum).backward()
+            meter.add(loss.item(), acc, batch.input_ids.shape[1])
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        if step % args.log_every == 0:
+            print(f"step {step} lr {opt.param_groups[0]['lr']:.2e} {meter.line()}", flush=True)
+            meter.reset()
+        if time.time() - last_save > args.save_minutes * 60:
+            save()
+            last_save = time.time()
+    save()
+    print(f"stopped at step {step}", flush=True)
+    return 0
+
+
+# -- export ----------------------------------------------------------------------------------
+
+def cmd_export(args) -> int:
+    import torch
+    from transformers import AutoTokenizer
+
+    state = torch.load(args.run / f"state-{args.kind}.pt", weights_only=False)
+    tokenizer = AutoTokenizer.from_pretrained(args.run / "tokenizer")
+    model = build_model(args.kind, tokenizer, 0)
+    model.load_state_dict(state["model"])
+    model = model.to(torch.float16)
+    model.config.torch_dtype = "float16"
+    args.out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(args.out)
+    tokenizer.save_pretrained(args.out)
+    size = sum(f.stat().st_size for f in args.out.iterdir() if f.is_file())
+    print(f"exported step {state['step']} to {args.out} ({size / 1e6:.1f} MB)")
+    return 0
+
+
+# -- eval ------------------------------------------------------------------------------------
+
+def cmd_eval(args) -> int:
+    from tools.demo_model.evaluate import evaluate
+
+    sessions = load_sessions(str(args.run / "data" / "heldout.jsonl"))[: args.limit]
+    report = evaluate(args.model, sessions, tool_schemas(), threshold=args.threshold)
+    print(json.dumps(report, indent=2))
+    if args.json_out:
+        args.json_out.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    for name in ("data", "train", "export", "eval"):
+        s = sub.add_parser(name)
+        s.add_argument("--run", type=Path, required=True, help="working folder for data, state and logs")
+        s.add_argument("--seed", type=int, default=0)
+        s.add_argument("--kind", choices=("attention", "hybrid"), default="attention")
+    sub.choices["data"].add_argument("--count", type=int, default=6000)
+    sub.choices["data"].add_argument("--heldout", type=int, default=150)
+    sub.choices["data"].add_argument("--workers", type=int, default=2)
+    t = sub.choices["train"]
+    t.add_argument("--steps", type=int, default=4000)
+    t.add_argument("--init-from", type=Path, help="start from this exported checkpoint's weights and tokenizer "
+                   "(to continue training the shipped model in a later session)")
+    t.add_argument("--minutes", type=float, default=600.0, help="stop (and save) after this long")
+    t.add_argument("--lr", type=float, default=2e-3)
+    t.add_argument("--warmup", type=int, default=100)
+    t.add_argument("--accum", type=int, default=4, help="sessions per optimizer step")
+    t.add_argument("--copies", type=int, default=2, help="noisy copies of each block per session")
+    t.add_argument("--aux", type=float, default=0.01, help="MoE load-balancing loss weight")
+    t.add_argument("--vocab", type=int, default=4096)
+    t.add_argument("--threads", type=int, default=2)
+    t.add_argument("--log-every", type=int, default=10)
+    t.add_argument("--save-minutes", type=float, default=5.0)
+    sub.choices["export"].add_argument("--out", type=Path, default=DEFAULT_OUT)
+    e = sub.choices["eval"]
+    e.add_argument("--model", type=Path, default=DEFAULT_OUT)
+    e.add_argument("--limit", type=int, default=150)
+    e.add_argument("--threshold", type=float, default=0.95)
+    e.add_argument("--json-out", type=Path)
+    args = p.parse_args()
+    return {"data": cmd_data, "train": cmd_train, "export": cmd_export, "eval": cmd_eval}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
