@@ -214,7 +214,6 @@ def cmd_export(args) -> int:
     model = build_model(args.kind, tokenizer, 0)
     model.load_state_dict(state["model"])
     model = model.to(torch.float16)
-    model.config.torch_dtype = "float16"
     args.out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(args.out)
     tokenizer.save_pretrained(args.out)
