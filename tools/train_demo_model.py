@@ -105,8 +105,8 @@ def build_model(kind: str, tokenizer, seed: int):
 
 
 def tokenizer_and_rows(run: Path, vocab: int, init_from: Path | None = None):
-    """The run's tokenizer (trained once, or the one of the checkpoint training resumes from)
-    and its sessions as rows (cached by data size)."""
+    """The run's tokenizer (trained once, or the one of the checkpoint training resumes from),
+    its sessions, and those as rows (cached by data size)."""
     import torch
     from transformers import AutoTokenizer
 
@@ -129,7 +129,7 @@ def tokenizer_and_rows(run: Path, vocab: int, init_from: Path | None = None):
     tokenizer = AutoTokenizer.from_pretrained(tok_dir)
     cache = run / f"rows-{len(sessions)}.pt"
     if cache.exists():
-        return tokenizer, torch.load(cache, weights_only=False)
+        return tokenizer, sessions, torch.load(cache, weights_only=False)
     rows = []
     for i, s in enumerate(sessions):
         row = session_row(tokenizer, s, tools)
@@ -137,7 +137,7 @@ def tokenizer_and_rows(run: Path, vocab: int, init_from: Path | None = None):
             check_row(tokenizer, s, tools, row)
         rows.append(row)
     torch.save(rows, cache)
-    return tokenizer, rows
+    return tokenizer, sessions, rows
 
 
 # -- train -----------------------------------------------------------------------------------
@@ -145,11 +145,14 @@ def tokenizer_and_rows(run: Path, vocab: int, init_from: Path | None = None):
 def cmd_train(args) -> int:
     import torch
 
+    from tools.demo_model.chat import session_row
+    from tools.demo_model.rename import renamed
     from tools.demo_model.train import Meter, lr_at, one_block, step_loss, two_stream
 
     torch.set_num_threads(args.threads)
     run = args.run
-    tokenizer, rows = tokenizer_and_rows(run, args.vocab, args.init_from)
+    tokenizer, sessions, rows = tokenizer_and_rows(run, args.vocab, args.init_from)
+    tools = tool_schemas()
     state_path = run / f"state-{args.kind}.pt"
     model = build_model(args.kind, tokenizer, args.seed)
     if args.init_from and not state_path.exists():  # continue from a shipped checkpoint's weights
@@ -183,7 +186,9 @@ def cmd_train(args) -> int:
             group["lr"] = lr_at(step, args.steps, args.lr, args.warmup)
         opt.zero_grad(set_to_none=True)
         for _ in range(args.accum):
-            row = rows[rng.randrange(len(rows))]
+            i = rng.randrange(len(rows))
+            row = (session_row(tokenizer, renamed(sessions[i], rng), tools) if rng.random() < args.rename_rate
+                   else rows[i])
             batch = (two_stream(row, mask_id, filler, rng, args.copies) if args.kind == "attention"
                      else one_block(row, mask_id, filler, rng))
             loss, acc, _ = step_loss(model, batch, args.aux)
@@ -255,6 +260,8 @@ def main() -> int:
     t.add_argument("--warmup", type=int, default=100)
     t.add_argument("--accum", type=int, default=4, help="sessions per optimizer step")
     t.add_argument("--copies", type=int, default=2, help="noisy copies of each block per session")
+    t.add_argument("--rename-rate", type=float, default=0.5,
+                   help="share of sessions trained with invented names (tools/demo_model/rename.py)")
     t.add_argument("--aux", type=float, default=0.01, help="MoE load-balancing loss weight")
     t.add_argument("--vocab", type=int, default=4096)
     t.add_argument("--threads", type=int, default=2)

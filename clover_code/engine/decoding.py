@@ -72,8 +72,9 @@ def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float,
     Runs where the logits are (a GPU keeps its `[L, V]`); the picks come back to the CPU."""
     logits = logits.float()  # [L, V]
     if temperature <= 0:
-        probs = torch.softmax(logits, dim=-1)  # [L, V]
-        confidence, tokens = probs.max(dim=-1)  # [L], [L]
+        # max softmax probability = exp(max logit - logsumexp): no [L, V] probabilities materialised
+        best, tokens = logits.max(dim=-1)  # [L], [L]
+        confidence = (best - logits.logsumexp(dim=-1)).exp()  # [L]
         return Pick(tokens.cpu(), confidence.cpu())
     probs = torch.softmax(logits / temperature, dim=-1)  # [L, V]
     if top_p < 1.0:
@@ -100,13 +101,12 @@ def select_commits(confidence: torch.Tensor, active: torch.Tensor, threshold: fl
     return chosen
 
 
-def needed_limit(block: torch.Tensor, resolved: torch.Tensor, stop_ids: frozenset[int], budget: int) -> int:
-    """Positions `[0, limit)` the request still needs: within budget and before the first committed stop."""
+def needed_limit(block: torch.Tensor, resolved: torch.Tensor, stop_ids: torch.Tensor, budget: int) -> int:
+    """Positions `[0, limit)` the request still needs: within budget and before the first committed
+    stop (`stop_ids`: `[S]` ids)."""
     limit = min(block.shape[0], budget)
-    for pos in resolved[:limit].nonzero().flatten().tolist():
-        if int(block[pos]) in stop_ids:
-            return pos + 1  # the stop token itself is kept: it is committed text of the reply
-    return limit
+    stops = (resolved[:limit] & torch.isin(block[:limit], stop_ids)).nonzero()  # [K, 1]
+    return int(stops[0, 0]) + 1 if stops.numel() else limit  # the stop token itself is kept: it is reply text
 
 
 def decode_blocks(denoiser: Denoiser, prompt_pending: torch.Tensor | None, opts: DecodeOptions, *,
@@ -122,8 +122,9 @@ def decode_blocks(denoiser: Denoiser, prompt_pending: torch.Tensor | None, opts:
     pending = prompt_pending if prompt_pending is not None and prompt_pending.numel() else None
     produced, index = 0, 0
     size = opts.first_block_size or opts.block_size
+    stop_ids = torch.tensor(sorted(opts.stop_ids), dtype=torch.long)  # [S]
     while produced < opts.max_tokens:
-        result = _decode_one(denoiser, pending, size, opts, index, opts.max_tokens - produced,
+        result = _decode_one(denoiser, pending, size, opts, stop_ids, index, opts.max_tokens - produced,
                              generator, on_step, cancelled)
         if result is None:
             return
@@ -137,8 +138,9 @@ def decode_blocks(denoiser: Denoiser, prompt_pending: torch.Tensor | None, opts:
         size = opts.block_size
 
 
-def _decode_one(denoiser: Denoiser, pending: torch.Tensor | None, size: int, opts: DecodeOptions, index: int,
-                budget: int, generator: torch.Generator | None, on_step, cancelled) -> BlockResult | None:
+def _decode_one(denoiser: Denoiser, pending: torch.Tensor | None, size: int, opts: DecodeOptions,
+                stop_ids: torch.Tensor, index: int, budget: int, generator: torch.Generator | None, on_step,
+                cancelled) -> BlockResult | None:
     start = time.perf_counter()
     block = torch.full((size,), opts.mask_id, dtype=torch.long)  # [L]
     resolved = torch.zeros(size, dtype=torch.bool)  # [L]
@@ -157,7 +159,7 @@ def _decode_one(denoiser: Denoiser, pending: torch.Tensor | None, size: int, opt
         chosen = select_commits(pick.confidence, active, opts.threshold)  # [L]
         block = torch.where(chosen, pick.tokens, block)
         resolved |= chosen
-        limit = needed_limit(block, resolved, opts.stop_ids, budget)
+        limit = needed_limit(block, resolved, stop_ids, budget)
         if on_step is not None:
             on_step(DenoiseStep(index, steps, tuple(resolved.tolist()),
                                 tuple(chosen.nonzero().flatten().tolist())))

@@ -25,3 +25,25 @@ async def test_loading_progress_and_denoise_steps(repo, tiny_attention_ckpt):
         assert view.last is not None and len(view.last.resolved) == app.agent.engine.info.block_size
         assert "resolved" in str(view.render())
         assert app.stats.forward_passes > 0
+
+
+async def test_model_command_loads_another_checkpoint_and_reports_a_bad_one(repo, tiny_attention_ckpt,
+                                                                            tiny_hybrid_ckpt):
+    settings = Settings(model=str(tiny_attention_ckpt), max_tokens=32, max_turns=1, sandbox=False)
+    app = make_app(settings, repo)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.agent is not None, timeout=120)
+        first = app.agent
+        app.run_command(f"/model {tiny_hybrid_ckpt}")
+        await wait_for(pilot, lambda: app.agent is not None and app.agent is not first, timeout=120)
+        assert app.agent.engine.info.model == str(tiny_hybrid_ckpt)
+        assert app.agent.engine.denoiser.kind == "hybrid"
+        assert app.status.info.model == str(tiny_hybrid_ckpt)
+        await send(pilot, "hi")
+        await idle(pilot)
+        assert app.stats.forward_passes > 0  # the new model decoded the reply
+
+        app.run_command(f"/model {repo / 'no-such-model'}")
+        await wait_for(pilot, lambda: app.status.info.state == "error", timeout=60)
+        notes = [n.message for n in app._notifications]
+        assert any("no-such-model" in m for m in notes) and not any("Traceback" in m for m in notes)

@@ -69,3 +69,28 @@ def test_two_stream_training_sees_what_the_engine_denoiser_sees():
             denoiser.commit(torch.tensor(row.ids[:start]))
             served, _ = denoiser.denoise(noisy)  # [32, V]
             assert torch.allclose(trained, served, atol=1e-4), (trained - served).abs().max()
+
+
+def test_invented_names_replace_a_sessions_names_consistently_everywhere():
+    import json
+    import re
+
+    from tools.demo_model.rename import renamed, session_names
+
+    os.environ.update(GIT_ENV)
+    session = generate(5, "fix-bug")
+    names = session_names(session)
+    package = next(iter(session["files"])).split("/")[0]
+    assert package in names and not any(n.startswith("test") for n in names)
+    fresh = renamed(session, random.Random(0))
+    text = json.dumps(fresh["messages"][1:])
+    for name in names:  # none survives, even inside test names such as test_<name>_...
+        assert not re.search(rf"(?<![A-Za-z0-9]){name}(?![A-Za-z0-9])", text), name
+    assert fresh["messages"][0] == session["messages"][0]  # the system prompt is not the task's
+    for old, new in zip(session["messages"], fresh["messages"]):
+        assert old["role"] == new["role"]
+        for call_old, call_new in zip(old.get("tool_calls") or [], new.get("tool_calls") or []):
+            assert call_old["function"]["name"] == call_new["function"]["name"]
+            assert json.loads(call_new["function"]["arguments"]).keys() == json.loads(call_old["function"]["arguments"]).keys()
+    new_package = fresh["messages"][1]["content"].split(" package")[0].split()[-1]
+    assert new_package != package and new_package in text  # one package name, used wherever the old one was

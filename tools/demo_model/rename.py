@@ -1,0 +1,77 @@
+"""Fresh names for a generated session, so that copying is the only way to be right.
+
+The families draw package, module and function names from small pools; a small model
+learns those pools and writes `numkit` where the task says `netkit`. Training on copies
+of sessions whose names are replaced, consistently in every message and tool result, by
+invented ones it has never seen makes remembering useless and copying pay. The
+replacement treats `_` as a boundary (as the rename family's `sed` does), so
+`test_mode_single` follows `mode`.
+"""
+
+from __future__ import annotations
+
+import keyword
+import random
+import re
+
+ONSETS = "b c d f g h j k l m n p r s t v w z br cr dr fl gr kl pl pr st tr sk".split()
+VOWELS = "a e i o u a e o".split()
+CODAS = ["", "", "", "n", "r", "l", "s", "x", "k", "m"]
+KEEP = set(keyword.kwlist) | {"test", "tests", "main", "self", "cls", "print", "len", "sum", "min", "max",
+                              "sorted", "list", "dict", "str", "int", "float", "range", "pytest", "python"}
+
+
+def invented_word(rng: random.Random) -> str:
+    return "".join(rng.choice(ONSETS) + rng.choice(VOWELS) + rng.choice(CODAS) for _ in range(rng.randint(1, 3)))
+
+
+def invented_name(rng: random.Random, like: str) -> str:
+    """As many `_`-joined invented words as `like` has parts (at most 3)."""
+    return "_".join(invented_word(rng) for _ in range(min(3, like.count("_") + 1)))
+
+
+def session_names(session: dict) -> set[str]:
+    """The names a session's task is about: its packages and modules, the functions its
+    files and its tool calls define, and the identifiers the user put in backticks."""
+    names: set[str] = set()
+    for path, text in session["files"].items():
+        parts = path.removesuffix(".py").split("/")
+        if path.endswith(".py") and parts[0] != "tests":
+            names.update(p for p in parts if p != "__init__")
+            names.update(re.findall(r"^def (\w+)", text, re.M))
+    for m in session["messages"]:
+        if m["role"] == "user":
+            names.update(re.findall(r"`(\w+)`", m["content"]))
+        for call in m.get("tool_calls") or []:
+            names.update(re.findall(r"def (\w+)", call["function"]["arguments"]))
+    return {n for n in names if len(n) >= 3 and n not in KEEP and not n.startswith(("test", "_"))}
+
+
+def renamed(session: dict, rng: random.Random) -> dict:
+    """The session with every one of its names replaced by a fresh invented one."""
+    names = sorted(session_names(session), key=len, reverse=True)
+    if not names:
+        return session
+    mapping: dict[str, str] = {}
+    used = set(names)
+    for name in names:
+        new = invented_name(rng, name)
+        while new in used or new in KEEP or keyword.iskeyword(new):
+            new = invented_name(rng, name)
+        mapping[name] = new
+        used.add(new)
+    pattern = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(map(re.escape, names)) + r")(?![A-Za-z0-9])")
+
+    def sub(text: str) -> str:
+        return pattern.sub(lambda m: mapping[m.group(1)], text)
+
+    messages = []
+    for m in session["messages"]:
+        m = dict(m)
+        if m["role"] != "system" and m.get("content"):
+            m["content"] = sub(m["content"])
+        if m.get("tool_calls"):
+            m["tool_calls"] = [{**c, "function": {**c["function"], "arguments": sub(c["function"]["arguments"])}}
+                               for c in m["tool_calls"]]
+        messages.append(m)
+    return {**session, "messages": messages}
