@@ -147,9 +147,12 @@ class EmbeddedEngine:
         def post(item) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, item)
 
-        def on_step(step: DenoiseStep) -> None:
-            if request.on_step is not None and not cancel.is_set():
+        def forward_step(step: DenoiseStep) -> None:
+            if not cancel.is_set():
                 loop.call_soon_threadsafe(request.on_step, step)
+
+        # Without a listener the loop builds no per-step report at all.
+        on_step = forward_step if request.on_step is not None else None
 
         def work() -> None:
             try:
