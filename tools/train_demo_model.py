@@ -191,7 +191,7 @@ def cmd_train(args) -> int:
                    else rows[i])
             batch = (two_stream(row, mask_id, filler, rng, args.copies) if args.kind == "attention"
                      else one_block(row, mask_id, filler, rng))
-            loss, acc, _ = step_loss(model, batch, args.aux)
+            loss, acc, _ = step_loss(model, batch, args.aux, args.ar_weight)
             (loss / args.accum).backward()
             meter.add(loss.item(), acc, batch.input_ids.shape[1])
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -262,6 +262,8 @@ def main() -> int:
     t.add_argument("--copies", type=int, default=2, help="noisy copies of each block per session")
     t.add_argument("--rename-rate", type=float, default=0.5,
                    help="share of sessions trained with invented names (tools/demo_model/rename.py)")
+    t.add_argument("--ar-weight", type=float, default=0.0,
+                   help="weight of next-token loss over the clean prefix stream (tools/demo_model/train.py)")
     t.add_argument("--aux", type=float, default=0.01, help="MoE load-balancing loss weight")
     t.add_argument("--vocab", type=int, default=4096)
     t.add_argument("--threads", type=int, default=2)

@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT))
 
 from tools.demo_model.chat import CHAT_TEMPLATE, check_row, render, session_row, train_tokenizer  # noqa: E402
 from tools.demo_model.sessions import GIT_ENV, generate  # noqa: E402
-from tools.demo_model.train import BLOCK, two_stream  # noqa: E402
+from tools.demo_model.train import BLOCK, step_loss, two_stream  # noqa: E402
 
 
 def small_setup():
@@ -69,6 +69,27 @@ def test_two_stream_training_sees_what_the_engine_denoiser_sees():
             denoiser.commit(torch.tensor(row.ids[:start]))
             served, _ = denoiser.denoise(noisy)  # [32, V]
             assert torch.allclose(trained, served, atol=1e-4), (trained - served).abs().max()
+
+
+def test_the_next_token_term_is_plain_causal_lm_loss_over_the_clean_stream():
+    import torch.nn.functional as F
+    from transformers import AutoModelForCausalLM
+
+    from tools.train_demo_model import build_config
+
+    session, tools, tokenizer = small_setup()
+    row = session_row(tokenizer, session, tools)
+    size = dict(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, experts=4, top_k=2, expert_ffn=64)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(build_config("attention", tokenizer, size)).eval()
+    batch = two_stream(row, tokenizer.mask_token_id, tokenizer.pad_token_id, random.Random(0), copies=1)
+    with torch.no_grad():
+        base, _, _ = step_loss(model, batch, 0.0)
+        both, _, _ = step_loss(model, batch, 0.0, ar_weight=0.5)
+        ids = torch.tensor([row.ids])
+        logits = model(input_ids=ids).logits[0, :-1]  # [L-1, V]: an ordinary causal forward
+        ar = F.cross_entropy(logits.float(), ids[0, 1:])
+    assert torch.allclose(both - base, 0.5 * ar, atol=1e-4), (both - base, 0.5 * ar)
 
 
 def test_invented_names_replace_a_sessions_names_consistently_everywhere():

@@ -103,14 +103,23 @@ def balance_loss(router_logits, experts: int, top_k: int) -> torch.Tensor:
     return total / max(1, len(router_logits))
 
 
-def step_loss(model, batch: Batch, aux_coef: float) -> tuple[torch.Tensor, float, int]:
-    """Cross-entropy over the masked noisy positions; (loss, accuracy, count)."""
+def step_loss(model, batch: Batch, aux_coef: float, ar_weight: float = 0.0) -> tuple[torch.Tensor, float, int]:
+    """Cross-entropy over the masked noisy positions; (loss, accuracy, count).
+
+    With `ar_weight`, plus next-token cross-entropy over the clean (causal) prefix stream:
+    every token of the session then teaches the prefix states what comes next, the
+    signal that copying (induction) is learned from, as in the AR models block-diffusion
+    LMs are usually converted from. It costs one head product over the clean stream."""
     moe = aux_coef > 0 and hasattr(model.config.get_text_config(), "num_experts")
     out = model.model(input_ids=batch.input_ids, position_ids=batch.position_ids,
                       attention_mask=batch.mask, use_cache=False, output_router_logits=moe)
     hidden = out.last_hidden_state[0, batch.rows]  # [N, H]
     logits = model.lm_head(hidden).float()  # [N, V]
     loss = F.cross_entropy(logits, batch.targets)
+    if ar_weight > 0:
+        clean = out.last_hidden_state[0, : batch.noisy_from - 1]  # [P-1, H]
+        ar_logits = model.lm_head(clean).float()  # [P-1, V]
+        loss = loss + ar_weight * F.cross_entropy(ar_logits, batch.input_ids[0, 1 : batch.noisy_from])
     if moe and getattr(out, "router_logits", None):
         cfg = model.config.get_text_config()
         loss = loss + aux_coef * balance_loss(out.router_logits, cfg.num_experts, cfg.num_experts_per_tok)
