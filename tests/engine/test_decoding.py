@@ -55,10 +55,10 @@ def test_exactly_the_positions_at_or_above_threshold_commit():
 
 
 def test_select_commits_falls_back_to_the_single_most_confident_active_position():
-    conf = torch.tensor([0.9, 0.5, 0.7, 0.1])
-    active = torch.tensor([False, True, True, True])
-    assert select_commits(conf, active, 0.95).tolist() == [False, False, True, False]
-    assert select_commits(torch.tensor([0.97, 0.96, 0.2, 0.99]), active, 0.95).tolist() == [False, True, False, True]
+    conf = [0.9, 0.5, 0.7, 0.1]
+    active = [False, True, True, True]
+    assert select_commits(conf, active, 0.95) == [2]
+    assert select_commits([0.97, 0.96, 0.2, 0.99], active, 0.95) == [1, 3]
 
 
 def test_block_ends_when_no_mask_is_left_and_the_clean_block_is_committed_next():
