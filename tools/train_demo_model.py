@@ -104,7 +104,7 @@ def build_model(kind: str, tokenizer, seed: int):
     return model
 
 
-def tokenizer_and_rows(run: Path, vocab: int, init_from: Path | None = None):
+def tokenizer_and_rows(run: Path, vocab: int, init_from: Path | None = None, split: str = "words"):
     """The run's tokenizer (trained once, or the one of the checkpoint training resumes from),
     its sessions, and those as rows (cached by data size)."""
     import torch
@@ -125,7 +125,7 @@ def tokenizer_and_rows(run: Path, vocab: int, init_from: Path | None = None):
 
         plain = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.BPE()), chat_template=CHAT_TEMPLATE)
         texts = [render(plain, s["messages"], tools) for s in sessions]
-        train_tokenizer(texts, vocab).save_pretrained(tok_dir)
+        train_tokenizer(texts, vocab, split).save_pretrained(tok_dir)
     tokenizer = AutoTokenizer.from_pretrained(tok_dir)
     cache = run / f"rows-{len(sessions)}.pt"
     if cache.exists():
@@ -151,7 +151,7 @@ def cmd_train(args) -> int:
 
     torch.set_num_threads(args.threads)
     run = args.run
-    tokenizer, sessions, rows = tokenizer_and_rows(run, args.vocab, args.init_from)
+    tokenizer, sessions, rows = tokenizer_and_rows(run, args.vocab, args.init_from, args.split)
     tools = tool_schemas()
     state_path = run / f"state-{args.kind}.pt"
     model = build_model(args.kind, tokenizer, args.seed)
@@ -181,7 +181,8 @@ def cmd_train(args) -> int:
 
     meter, deadline, last_save = Meter(), time.time() + args.minutes * 60, time.time()
     model.train()
-    while step < args.steps and time.time() < deadline and not stop["now"]:
+    last = min(args.steps, args.stop_at or args.steps)
+    while step < last and time.time() < deadline and not stop["now"]:
         for group in opt.param_groups:
             group["lr"] = lr_at(step, args.steps, args.lr, args.warmup)
         opt.zero_grad(set_to_none=True)
@@ -253,6 +254,7 @@ def main() -> int:
     sub.choices["data"].add_argument("--workers", type=int, default=2)
     t = sub.choices["train"]
     t.add_argument("--steps", type=int, default=4000)
+    t.add_argument("--stop-at", type=int, help="stop (and save) after this step; the schedule still spans --steps")
     t.add_argument("--init-from", type=Path, help="start from this exported checkpoint's weights and tokenizer "
                    "(to continue training the shipped model in a later session)")
     t.add_argument("--minutes", type=float, default=600.0, help="stop (and save) after this long")
@@ -266,6 +268,8 @@ def main() -> int:
                    help="weight of next-token loss over the clean prefix stream (tools/demo_model/train.py)")
     t.add_argument("--aux", type=float, default=0.01, help="MoE load-balancing loss weight")
     t.add_argument("--vocab", type=int, default=4096)
+    t.add_argument("--split", choices=("words", "gpt2"), default="words",
+                   help="how text is cut before BPE, for a run's new tokenizer (tools/demo_model/chat.py)")
     t.add_argument("--threads", type=int, default=2)
     t.add_argument("--log-every", type=int, default=10)
     t.add_argument("--save-minutes", type=float, default=5.0)

@@ -35,13 +35,26 @@ CHAT_TEMPLATE = (
 )
 
 
-def train_tokenizer(texts, vocab_size: int):
+# How text is cut before BPE merges. "gpt2": a word carries its leading space, so `netkit` in
+# "the netkit package" and in "netkit/stats.py" are two unrelated tokens and copying a name
+# from prose into a path must be learned name by name. "words": whitespace runs, letter runs,
+# digit runs and punctuation runs are separate pieces, so a name is the same tokens wherever
+# it appears (longer sequences: each space between words is a token of its own).
+SPLITS = {"gpt2": None, "words": r"\s+|\p{L}+|\p{N}+|[^\s\p{L}\p{N}]+"}
+
+
+def train_tokenizer(texts, vocab_size: int, split: str = "words"):
     """A byte-level BPE over the rendered sessions, with the chat markup as whole tokens."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    if SPLITS[split] is None:
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    else:
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(SPLITS[split]), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS + MARKUP_TOKENS,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
