@@ -44,10 +44,10 @@ def test_a_generated_session_ran_the_real_tools_and_tokenizes_like_the_engine():
         assert row.ids[end - 1] == tokenizer.convert_tokens_to_ids("<|im_end|>")
 
 
-def test_two_stream_training_sees_what_the_engine_denoiser_sees():
+def tiny_two_stream_setup():
+    """A generated session's row, a tiny random demo-shaped model, and a two-stream batch."""
     from transformers import AutoModelForCausalLM
 
-    from clover_code.engine.denoisers import ModelDenoiser, read_props
     from tools.train_demo_model import build_config
 
     session, tools, tokenizer = small_setup()
@@ -56,6 +56,13 @@ def test_two_stream_training_sees_what_the_engine_denoiser_sees():
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(build_config("attention", tokenizer, size)).eval()
     batch = two_stream(row, tokenizer.mask_token_id, tokenizer.pad_token_id, random.Random(0), copies=1)
+    return tokenizer, row, model, batch
+
+
+def test_two_stream_training_sees_what_the_engine_denoiser_sees():
+    from clover_code.engine.denoisers import ModelDenoiser, read_props
+
+    tokenizer, row, model, batch = tiny_two_stream_setup()
     with torch.no_grad():
         hidden = model.model(input_ids=batch.input_ids, position_ids=batch.position_ids,
                              attention_mask=batch.mask, use_cache=False).last_hidden_state[0]
@@ -73,16 +80,8 @@ def test_two_stream_training_sees_what_the_engine_denoiser_sees():
 
 def test_the_next_token_term_is_plain_causal_lm_loss_over_the_clean_stream():
     import torch.nn.functional as F
-    from transformers import AutoModelForCausalLM
 
-    from tools.train_demo_model import build_config
-
-    session, tools, tokenizer = small_setup()
-    row = session_row(tokenizer, session, tools)
-    size = dict(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, experts=4, top_k=2, expert_ffn=64)
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(build_config("attention", tokenizer, size)).eval()
-    batch = two_stream(row, tokenizer.mask_token_id, tokenizer.pad_token_id, random.Random(0), copies=1)
+    tokenizer, row, model, batch = tiny_two_stream_setup()
     with torch.no_grad():
         base, _, _ = step_loss(model, batch, 0.0)
         both, _, _ = step_loss(model, batch, 0.0, ar_weight=0.5)
