@@ -41,6 +41,11 @@ def prepare_repo(name: str, dest: Path) -> Path:
     repo = dest / name
     shutil.copytree(SANDBOX / name / "repo", repo,
                     ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    return commit_all(repo)
+
+
+def commit_all(repo: Path) -> Path:
+    """Make `repo` a git repository whose one commit holds all its files."""
     env = {**os.environ, **GIT_ENV}
     for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"],
                 ["git", "commit", "-qm", "initial"]):

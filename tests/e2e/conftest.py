@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Callable
 
 import pytest
-from e2e_support import GIT_ENV, prepare_repo
+from e2e_support import demo_env, prepare_repo
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     """The venv's python first on PATH (the agent's shell runs `python -m pytest`), a git
     identity for commits, and no user config file."""
-    return {**GIT_ENV, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-            "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    return {**demo_env(), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ TASKS = ("fix-median", "add-slugify", "rename-function")
 
 if str(ROOT / "tools") not in sys.path:
     sys.path.insert(0, str(ROOT / "tools"))
-from demo import GIT_ENV, load_task, prepare_repo  # noqa: E402,F401  (the demo's own helpers)
+from demo import demo_env, load_task, prepare_repo  # noqa: E402,F401  (the demo's own helpers)
 
 
 def scripted(name_or_path: str | Path) -> str:

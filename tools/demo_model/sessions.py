@@ -15,7 +15,6 @@ import asyncio
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -23,12 +22,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tools.demo import GIT_ENV as GIT_IDENTITY, commit_all  # noqa: E402
 from tools.demo_model.families import FAMILIES, Call, Task  # noqa: E402
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "clover-demo", "GIT_AUTHOR_EMAIL": "demo@clover-code.invalid",
-           "GIT_COMMITTER_NAME": "clover-demo", "GIT_COMMITTER_EMAIL": "demo@clover-code.invalid",
-           # pytest in the generated repos needs none of the venv's plugins; loading them costs 1 s a run
-           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+# pytest in the generated repos needs none of the venv's plugins; loading them costs 1 s a run
+GIT_ENV = {**GIT_IDENTITY, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 def make_repo(files: dict[str, str], where: Path) -> Path:
@@ -36,10 +34,7 @@ def make_repo(files: dict[str, str], where: Path) -> Path:
     for rel, text in files.items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text(text, encoding="utf-8")
-    env = {**os.environ, **GIT_ENV}
-    for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-qm", "initial"]):
-        subprocess.run(cmd, cwd=repo, check=True, env=env)
-    return repo
+    return commit_all(repo)
 
 
 def system_prompt(repo: Path) -> str:
