@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT))
 
 from tools.demo_model.chat import CHAT_TEMPLATE, check_row, render, session_row, train_tokenizer  # noqa: E402
 from tools.demo_model.sessions import GIT_ENV, generate  # noqa: E402
-from tools.demo_model.train import BLOCK, step_loss, two_stream  # noqa: E402
+from tools.demo_model.train import BLOCK, forward, step_loss, two_stream  # noqa: E402
 
 
 def small_setup():
@@ -64,8 +64,7 @@ def test_two_stream_training_sees_what_the_engine_denoiser_sees():
 
     tokenizer, row, model, batch = tiny_two_stream_setup()
     with torch.no_grad():
-        hidden = model.model(input_ids=batch.input_ids, position_ids=batch.position_ids,
-                             attention_mask=batch.mask, use_cache=False).last_hidden_state[0]
+        hidden = forward(model, batch).last_hidden_state[0]
         denoiser = ModelDenoiser(model, read_props(model.config, tokenizer), "attention")
         for turn in (0, 1):  # the first block of two turns: different prefixes
             start = row.turns[turn][0]

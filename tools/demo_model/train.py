@@ -19,16 +19,16 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from tools.demo_model.attention import BLOCK, NAME as TWO_STREAM, Layout
 from tools.demo_model.chat import Row
-
-BLOCK = 32
 
 
 @dataclass
 class Batch:
     input_ids: torch.Tensor  # [1, T]
     position_ids: torch.Tensor  # [1, T]
-    mask: torch.Tensor  # [1, 1, T, T] additive
+    mask: torch.Tensor | None  # [1, 1, T, T] additive (one_block)
+    layout: Layout | None  # or the two-stream layout (tools/demo_model/attention.py)
     targets: torch.Tensor  # [N] token ids at the noisy positions that are masked
     rows: torch.Tensor  # [N] their indices in the sequence
     noisy_from: int  # first position of the noisy stream
@@ -58,25 +58,17 @@ def noise(block: list[int], mask_id: int, rng: random.Random) -> tuple[list[int]
 def two_stream(row: Row, mask_id: int, filler: int, rng: random.Random, copies: int) -> Batch:
     """Clean sequence + `copies` noisy versions of each assistant block."""
     L = len(row.ids)
-    ids, pos, targets, where = list(row.ids), list(range(L)), [], []
-    spans: list[tuple[int, int]] = []  # (block start in the sequence, position of the block)
+    ids, pos, targets, where, starts = list(row.ids), list(range(L)), [], [], []
     for _ in range(copies):
         for start, block in turn_blocks(row, filler):
             noisy, hidden = noise(block, mask_id, rng)
             at = len(ids)
-            spans.append((at, start))
+            starts.append(start)
             ids += noisy
             pos += range(start, start + BLOCK)
             targets += [block[j] for j in hidden]
             where += [at + j for j in hidden]
-    T = len(ids)
-    visible = torch.zeros(T, T, dtype=torch.bool)
-    visible[:L, :L] = torch.ones(L, L, dtype=torch.bool).tril()
-    for at, start in spans:
-        visible[at:at + BLOCK, :start] = True  # the clean prefix before the block
-        visible[at:at + BLOCK, at:at + BLOCK] = True  # itself, both ways
-    mask = torch.zeros(T, T).masked_fill(~visible, torch.finfo(torch.float32).min)
-    return Batch(torch.tensor([ids]), torch.tensor([pos]), mask[None, None], torch.tensor(targets),
+    return Batch(torch.tensor([ids]), torch.tensor([pos]), None, Layout.of(L, starts), torch.tensor(targets),
                  torch.tensor(where), L)
 
 
@@ -89,7 +81,7 @@ def one_block(row: Row, mask_id: int, filler: int, rng: random.Random) -> Batch:
     visible = torch.ones(T, T, dtype=torch.bool).tril()
     visible[start:, start:] = True
     mask = torch.zeros(T, T).masked_fill(~visible, torch.finfo(torch.float32).min)
-    return Batch(torch.tensor([ids]), torch.arange(T)[None], mask[None, None],
+    return Batch(torch.tensor([ids]), torch.arange(T)[None], mask[None, None], None,
                  torch.tensor([block[j] for j in hidden]), torch.tensor([start + j for j in hidden]), start)
 
 
@@ -103,6 +95,16 @@ def balance_loss(router_logits, experts: int, top_k: int) -> torch.Tensor:
     return total / max(1, len(router_logits))
 
 
+def forward(model, batch: Batch, **kwargs):
+    """The model's forward over a training batch (last_hidden_state [1, T, H])."""
+    if batch.layout is not None:
+        if model.config._attn_implementation != TWO_STREAM:
+            model.set_attn_implementation(TWO_STREAM)
+        kwargs["two_stream"] = batch.layout
+    return model.model(input_ids=batch.input_ids, position_ids=batch.position_ids, attention_mask=batch.mask,
+                       use_cache=False, **kwargs)
+
+
 def step_loss(model, batch: Batch, aux_coef: float, ar_weight: float = 0.0) -> tuple[torch.Tensor, float, int]:
     """Cross-entropy over the masked noisy positions; (loss, accuracy, count).
 
@@ -111,8 +113,7 @@ def step_loss(model, batch: Batch, aux_coef: float, ar_weight: float = 0.0) -> t
     signal that copying (induction) is learned from, as in the AR models block-diffusion
     LMs are usually converted from. It costs one head product over the clean stream."""
     moe = aux_coef > 0 and hasattr(model.config.get_text_config(), "num_experts")
-    out = model.model(input_ids=batch.input_ids, position_ids=batch.position_ids,
-                      attention_mask=batch.mask, use_cache=False, output_router_logits=moe)
+    out = forward(model, batch, output_router_logits=moe)
     hidden = out.last_hidden_state[0, batch.rows]  # [N, H]
     logits = model.lm_head(hidden).float()  # [N, V]
     loss = F.cross_entropy(logits, batch.targets)
