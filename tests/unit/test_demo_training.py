@@ -113,3 +113,25 @@ def test_invented_names_replace_a_sessions_names_consistently_everywhere():
             assert json.loads(call_new["function"]["arguments"]).keys() == json.loads(call_old["function"]["arguments"]).keys()
     new_package = fresh["messages"][1]["content"].split(" package")[0].split()[-1]
     assert new_package != package and new_package in text  # one package name, used wherever the old one was
+
+
+def test_a_slip_is_a_real_tool_error_then_the_right_step_and_never_a_training_target():
+    from tools.demo_model.chat import is_target
+
+    os.environ.update(GIT_ENV)
+    session = next(s for seed in range(8) if (s := generate(seed, "fix-bug", slip_rate=1.0)) is not None
+                   and any(m.get("slip") for m in s["messages"]))
+    messages = session["messages"]
+    at = next(i for i, m in enumerate(messages) if m.get("slip"))
+    slip, error, retry = messages[at], messages[at + 1], messages[at + 2]
+    assert error["role"] == "tool" and "not found" in error["content"]  # what the real tool said
+    assert retry["role"] == "assistant" and not retry.get("slip")
+    assert retry["tool_calls"][0]["function"]["name"] == slip["tool_calls"][0]["function"]["name"]
+    assert retry["tool_calls"][0]["function"]["arguments"] != slip["tool_calls"][0]["function"]["arguments"]
+    _, tools, tokenizer = small_setup()
+    row = session_row(tokenizer, session, tools)
+    check_row(tokenizer, session, tools, row)
+    assert len(row.turns) == sum(1 for m in messages if is_target(m)) == sum(
+        1 for m in messages if m["role"] == "assistant") - 1
+    slip_text = slip["tool_calls"][0]["function"]["arguments"]
+    assert not any(slip_text in tokenizer.decode(row.ids[s:e]) for s, e in row.turns)

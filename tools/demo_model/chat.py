@@ -75,8 +75,13 @@ class Row:
     """One session as token ids, with the spans the model writes (assistant turns)."""
 
     ids: list[int]
-    turns: list[tuple[int, int]]  # [start, end) of each assistant turn, <|im_end|> included
+    turns: list[tuple[int, int]]  # [start, end) of each target assistant turn, <|im_end|> included
     family: str
+
+
+def is_target(message: dict) -> bool:
+    """An assistant turn the model is trained and scored on (a slip is only context)."""
+    return message["role"] == "assistant" and not message.get("slip")
 
 
 def session_row(tokenizer, session: dict, tools) -> Row:
@@ -87,7 +92,7 @@ def session_row(tokenizer, session: dict, tools) -> Row:
     end_tag = "<|im_end|>"
     cuts: list[tuple[int, int]] = []
     for i, m in enumerate(messages):
-        if m["role"] != "assistant":
+        if not is_target(m):
             continue
         prompt = render(tokenizer, messages[:i], tools, generation_prompt=True)
         assert full.startswith(prompt), "the template must render a conversation as a prefix of its extension"
@@ -111,7 +116,7 @@ def check_row(tokenizer, session: dict, tools, row: Row) -> None:
     messages = session["messages"]
     turn = 0
     for i, m in enumerate(messages):
-        if m["role"] == "assistant":
+        if is_target(m):
             prompt = tokenizer.encode(render(tokenizer, messages[:i], tools, True), add_special_tokens=False)
             start = row.turns[turn][0]
             assert prompt == row.ids[:start], f"turn {turn}: piecewise tokens differ from the engine's"

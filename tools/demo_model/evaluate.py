@@ -1,6 +1,6 @@
 """Score a checkpoint on held-out sessions with the real embedded engine.
 
-Every assistant turn of every session is decoded from the session's true history (the
+Every assistant turn of every session (but slips, tools/demo_model/sessions.py) is decoded from the session's true history (the
 conversation up to that turn) at the given threshold, greedy. Figures: tokens per forward
 pass, the share of written tool calls that parse and pass their schema, the share of
 expected calls written exactly (tool and arguments, in order), and the share of turns
@@ -46,6 +46,7 @@ def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: fl
              max_tokens: int = 768) -> dict:
     from clover_code.engine.embedded import EmbeddedEngine
     from clover_code.tools import default_registry
+    from tools.demo_model.chat import is_target
 
     registry = default_registry()
     engine = EmbeddedEngine(model, threshold=threshold)
@@ -56,7 +57,7 @@ def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: fl
         for session in sessions:
             messages = session["messages"]
             for i, m in enumerate(messages):
-                if m["role"] != "assistant":
+                if not is_target(m):
                     continue
                 text, tokens, passes = await decode_turn(engine, messages[:i], tools, max_tokens)
                 result = score_turn(text, expected_calls(m), registry)

@@ -6,6 +6,11 @@ generated git repository, recorded as the messages the agent would send the mode
 Each line of OUT is {"family", "messages"} in the agent's OpenAI message format (system,
 user, assistant with tool_calls, tool). The system prompt is the real one
 (clover_code/prompts/system.md); the tool results are what the real tools returned.
+
+Some sessions (--slip-rate) hold one slip: before a step, a wrong version of its first
+call (a misremembered package name, an edit whose old_string is off by a word), the real
+tool's error, then the right step. The slip turn is marked "slip" and is context, never a
+training target: the model learns to recover from an error, not to make it.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -23,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tools.demo import GIT_ENV as GIT_IDENTITY, commit_all  # noqa: E402
-from tools.demo_model.families import FAMILIES, Call, Task  # noqa: E402
+from tools.demo_model.families import FAMILIES, Call, Task, package_name  # noqa: E402
 
 # pytest in the generated repos needs none of the venv's plugins; loading them costs 1 s a run
 GIT_ENV = {**GIT_IDENTITY, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
@@ -43,7 +49,31 @@ def system_prompt(repo: Path) -> str:
     return render_system_prompt(repo, "full-auto", sandbox=True)
 
 
-async def play(task: Task, repo: Path) -> list[dict] | None:
+def slipped(call: Call, rng: random.Random) -> Call | None:
+    """A wrong version of `call` that the real tool rejects without touching the repo, or
+    None: the mistakes a small model makes when it recalls a name instead of copying it."""
+    path = call.arguments.get("path", "")
+    if call.name not in ("read_file", "edit_file") or "/" not in path:
+        return None
+    old = call.arguments.get("old_string", "")
+    words = re.findall(r"[A-Za-z_]{3,}", old)
+    if words and rng.random() < 0.5:
+        word = rng.choice(words)
+        wrong = re.sub(rf"\b{word}\b", word[:-1] if len(word) > 3 else word + "s", old, count=1)
+        return Call(call.name, {**call.arguments, "old_string": wrong})
+    package, rest = path.split("/", 1)
+    other = package_name(rng)
+    return Call(call.name, {**call.arguments, "path": f"{other if other != package else other + 's'}/{rest}"})
+
+
+def assistant_turn(calls: list[Call], number: int, slip: bool = False) -> dict:
+    wire = [{"id": f"call_{number}_{i}{'_slip' if slip else ''}", "type": "function",
+             "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+            for i, c in enumerate(calls)]
+    return {"role": "assistant", "content": "", "tool_calls": wire, **({"slip": True} if slip else {})}
+
+
+async def play(task: Task, repo: Path, rng: random.Random | None = None, slip_rate: float = 0.0) -> list[dict] | None:
     """The task's plan against the real tools; None when a call fails (a broken plan)."""
     from clover_code.tools import ToolContext, default_registry
     from clover_code.tools.workspace import Workspace
@@ -51,18 +81,25 @@ async def play(task: Task, repo: Path) -> list[dict] | None:
     registry = default_registry()
     ctx = ToolContext(Workspace(repo), sandbox=False)
     messages = [{"role": "system", "content": system_prompt(repo)}, {"role": "user", "content": task.prompt}]
+    rng = rng or random.Random(0)
+    slip_at = rng.randrange(len(task.steps)) if rng.random() < slip_rate else -1
     outputs: list[str] = []
     for number, step in enumerate(task.steps):
         reply = step(outputs)
         if isinstance(reply, str):
             messages.append({"role": "assistant", "content": reply})
             return messages
-        calls = [{"id": f"call_{number}_{i}", "type": "function",
-                  "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
-                 for i, c in enumerate(reply)]
-        messages.append({"role": "assistant", "content": "", "tool_calls": calls})
+        wrong = slipped(reply[0], rng) if number == slip_at else None
+        if wrong is not None:
+            result = await registry.call(wrong.name, wrong.arguments, ctx)
+            if result.ok:  # not a slip after all; it changed nothing only if it failed
+                return None
+            messages.append(turn := assistant_turn([wrong], number, slip=True))
+            messages.append({"role": "tool", "tool_call_id": turn["tool_calls"][0]["id"], "name": wrong.name,
+                             "content": result.output})
+        messages.append(turn := assistant_turn(reply, number))
         outputs = []
-        for call, wire in zip(reply, calls):
+        for call, wire in zip(reply, turn["tool_calls"]):
             result = await registry.call(call.name, call.arguments, ctx)
             if not result.ok and not _expected_failure(task, number, call):
                 return None
@@ -76,25 +113,25 @@ def _expected_failure(task: Task, number: int, call: Call) -> bool:
     return task.family == "fix-bug" and number == 0 and call.name == "run_shell"
 
 
-def generate(seed: int, family: str | None = None) -> dict | None:
+def generate(seed: int, family: str | None = None, slip_rate: float = 0.0) -> dict | None:
     rng = random.Random(seed)
     name = family or rng.choice(sorted(FAMILIES))
     task = FAMILIES[name](rng)
     with tempfile.TemporaryDirectory(prefix="clover-gen-") as tmp:
         repo = make_repo(task.files, Path(tmp))
-        messages = asyncio.run(play(task, repo))
+        messages = asyncio.run(play(task, repo, rng, slip_rate))
     if messages is None:
         return None
     return {"family": name, "seed": seed, "files": task.files, "messages": messages}
 
 
-def _worker(args: tuple[int, int, str, str | None]) -> int:
-    start, count, out, family = args
+def _worker(args: tuple[int, int, str, str | None, float]) -> int:
+    start, count, out, family, slip_rate = args
     os.environ.update(GIT_ENV)
     made = 0
     with open(out, "a", encoding="utf-8") as fh:
         for seed in range(start, start + count):
-            session = generate(seed, family)
+            session = generate(seed, family, slip_rate)
             if session is not None:
                 fh.write(json.dumps(session, ensure_ascii=False) + "\n")
                 fh.flush()
@@ -109,11 +146,12 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0, help="first seed; session i uses seed + i")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--family", choices=sorted(FAMILIES))
+    p.add_argument("--slip-rate", type=float, default=0.3, help="share of sessions with one slip and its recovery")
     args = p.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     per = -(-args.count // args.workers)
     jobs = [(args.seed + i * per, min(per, args.count - i * per), f"{args.out}.{i}" if args.workers > 1 else str(args.out),
-             args.family) for i in range(args.workers) if args.count - i * per > 0]
+             args.family, args.slip_rate) for i in range(args.workers) if args.count - i * per > 0]
     if args.workers == 1:
         made = _worker(jobs[0])
     else:
