@@ -2,7 +2,7 @@
 
     python tools/train_demo_model.py data  --run RUN [--count 6000] [--heldout 150] [--workers 2]
     python tools/train_demo_model.py train --run RUN [--kind attention|hybrid] [--steps N] [--minutes M]
-    python tools/train_demo_model.py eval  --run RUN [--limit 150]
+    python tools/train_demo_model.py eval  --run RUN [--limit 150] [--sessions FILE]
     python tools/train_demo_model.py export --run RUN [--out clover_code/models/clover-demo]
 
 `data` writes synthetic agent sessions (tools/demo_model/sessions.py: the sandbox task
@@ -233,7 +233,7 @@ def cmd_export(args) -> int:
 def cmd_eval(args) -> int:
     from tools.demo_model.evaluate import evaluate
 
-    sessions = load_sessions(str(args.run / "data" / "heldout.jsonl"))[: args.limit]
+    sessions = load_sessions(str(args.sessions or args.run / "data" / "heldout.jsonl"))[: args.limit]
     report = evaluate(args.model, sessions, tool_schemas(), threshold=args.threshold)
     print(json.dumps(report, indent=2))
     if args.json_out:
@@ -277,6 +277,7 @@ def main() -> int:
     e = sub.choices["eval"]
     e.add_argument("--model", type=Path, default=DEFAULT_OUT)
     e.add_argument("--limit", type=int, default=150)
+    e.add_argument("--sessions", type=Path, help="held-out sessions to score (default: RUN/data/heldout.jsonl)")
     e.add_argument("--threshold", type=float, default=0.95)
     e.add_argument("--json-out", type=Path)
     args = p.parse_args()

@@ -135,3 +135,20 @@ def test_a_slip_is_a_real_tool_error_then_the_right_step_and_never_a_training_ta
         1 for m in messages if m["role"] == "assistant") - 1
     slip_text = slip["tool_calls"][0]["function"]["arguments"]
     assert not any(slip_text in tokenizer.decode(row.ids[s:e]) for s, e in row.turns)
+
+
+def test_the_evaluator_scores_target_turns_and_reports_recovery_after_a_slip():
+    from clover_code.models import demo_model
+    from clover_code.tools import default_registry
+    from tools.demo_model.chat import is_target
+    from tools.demo_model.evaluate import evaluate
+
+    os.environ.update(GIT_ENV)
+    session = next(s for seed in range(8) if (s := generate(seed, "fix-bug", slip_rate=1.0)) is not None
+                   and any(m.get("slip") for m in s["messages"]))
+    report = evaluate(demo_model(), [session], default_registry().schemas(), max_tokens=256)
+    targets = [m for m in session["messages"] if is_target(m)]
+    assert report["turns"] == report["families"]["fix-bug"]["turns"] == len(targets)
+    assert report["calls_expected"] == sum(len(m.get("tool_calls") or []) for m in targets)
+    assert report["after_slip"]["turns"] == 1 and report["forward_passes"] > 0
+    assert report["tokens"] > report["forward_passes"]  # the trained checkpoint decodes in parallel

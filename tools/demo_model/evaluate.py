@@ -1,10 +1,11 @@
 """Score a checkpoint on held-out sessions with the real embedded engine.
 
-Every assistant turn of every session (but slips, tools/demo_model/sessions.py) is decoded from the session's true history (the
-conversation up to that turn) at the given threshold, greedy. Figures: tokens per forward
-pass, the share of written tool calls that parse and pass their schema, the share of
-expected calls written exactly (tool and arguments, in order), and the share of turns
-entirely right.
+Every assistant turn of every session (but slips: tools/demo_model/sessions.py) is decoded
+from the session's true history (the conversation up to that turn) at the given threshold,
+greedy. Figures: tokens per forward pass, the share of written tool calls that parse and
+pass their schema, the share of expected calls written exactly (tool and arguments, in
+order), and the share of turns entirely right; overall, per family, and for the turns that
+follow a slip (recovery).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: fl
     registry = default_registry()
     engine = EmbeddedEngine(model, threshold=threshold)
     totals: dict[str, float] = defaultdict(float)
-    by_family: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    by_group: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
 
     async def run() -> None:
         for session in sessions:
@@ -62,13 +63,23 @@ def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: fl
                 text, tokens, passes = await decode_turn(engine, messages[:i], tools, max_tokens)
                 result = score_turn(text, expected_calls(m), registry)
                 result.update(tokens=tokens, passes=passes, turns=1)
+                groups = [session["family"]] + (["after a slip"] if after_slip(messages, i) else [])
                 for key, value in result.items():
                     totals[key] += value
-                    by_family[session["family"]][key] += value
+                    for group in groups:
+                        by_group[group][key] += value
 
     asyncio.run(run())
-    return {**figures(totals), "families": {f: figures(v) for f, v in sorted(by_family.items())},
+    recovery = by_group.pop("after a slip", None)
+    return {**figures(totals), "families": {f: figures(v) for f, v in sorted(by_group.items())},
+            **({"after_slip": figures(recovery)} if recovery else {}),
             "sessions": len(sessions), "threshold": threshold}
+
+
+def after_slip(messages: list[dict], i: int) -> bool:
+    """Whether the assistant turn at i answers a slip's error (the recovery the model must make)."""
+    before = [m for m in messages[:i] if m["role"] == "assistant"]
+    return bool(before) and bool(before[-1].get("slip"))
 
 
 def figures(t: dict[str, float]) -> dict:
