@@ -82,15 +82,16 @@ async def play(task: Task, repo: Path, rng: random.Random | None = None, slip_ra
     ctx = ToolContext(Workspace(repo), sandbox=False)
     messages = [{"role": "system", "content": system_prompt(repo)}, {"role": "user", "content": task.prompt}]
     rng = rng or random.Random(0)
-    slip_at = rng.randrange(len(task.steps)) if rng.random() < slip_rate else -1
+    slip_left = rng.random() < slip_rate  # then one slip, at the first step a coin picks that allows one
     outputs: list[str] = []
     for number, step in enumerate(task.steps):
         reply = step(outputs)
         if isinstance(reply, str):
             messages.append({"role": "assistant", "content": reply})
             return messages
-        wrong = slipped(reply[0], rng) if number == slip_at else None
+        wrong = slipped(reply[0], rng) if slip_left and rng.random() < 0.5 else None
         if wrong is not None:
+            slip_left = False
             result = await registry.call(wrong.name, wrong.arguments, ctx)
             if result.ok:  # not a slip after all; it changed nothing only if it failed
                 return None
