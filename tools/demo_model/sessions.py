@@ -92,12 +92,10 @@ async def play(task: Task, repo: Path, rng: random.Random | None = None, slip_ra
         wrong = slipped(reply[0], rng) if slip_left and rng.random() < 0.5 else None
         if wrong is not None:
             slip_left = False
-            result = await registry.call(wrong.name, wrong.arguments, ctx)
-            if result.ok:  # not a slip after all; it changed nothing only if it failed
+            slip = await slip_turns(wrong, number, registry, ctx)
+            if slip is None:
                 return None
-            messages.append(turn := assistant_turn([wrong], number, slip=True))
-            messages.append({"role": "tool", "tool_call_id": turn["tool_calls"][0]["id"], "name": wrong.name,
-                             "content": result.output})
+            messages += slip
         messages.append(turn := assistant_turn(reply, number))
         outputs = []
         for call, wire in zip(reply, turn["tool_calls"]):
@@ -107,6 +105,17 @@ async def play(task: Task, repo: Path, rng: random.Random | None = None, slip_ra
             outputs.append(result.output)
             messages.append({"role": "tool", "tool_call_id": wire["id"], "name": call.name, "content": result.output})
     return messages
+
+
+async def slip_turns(wrong: Call, number: int, registry, ctx) -> list[dict] | None:
+    """The slip's assistant turn and the real tool's error; None if the call succeeded
+    (then it may have changed the repository, and the session is dropped)."""
+    result = await registry.call(wrong.name, wrong.arguments, ctx)
+    if result.ok:
+        return None
+    turn = assistant_turn([wrong], number, slip=True)
+    return [turn, {"role": "tool", "tool_call_id": turn["tool_calls"][0]["id"], "name": wrong.name,
+                   "content": result.output}]
 
 
 def _expected_failure(task: Task, number: int, call: Call) -> bool:
