@@ -1,6 +1,6 @@
 """Train the demo checkpoint that ships inside the package (issue 7).
 
-    python tools/train_demo_model.py data  --run RUN [--count 6000] [--heldout 150] [--workers 2]
+    python tools/train_demo_model.py data  --run RUN [--count 6000] [--heldout 150] [--workers 2] [--slip-rate 0.3]
     python tools/train_demo_model.py train --run RUN [--kind attention|hybrid] [--steps N] [--minutes M]
     python tools/train_demo_model.py eval  --run RUN [--limit 150] [--sessions FILE]
     python tools/train_demo_model.py export --run RUN [--out clover_code/models/clover-demo]
@@ -54,10 +54,11 @@ def cmd_data(args) -> int:
     data.mkdir(parents=True, exist_ok=True)
     gen = [sys.executable, "-m", "tools.demo_model.sessions"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    subprocess.run([*gen, str(data / "heldout.jsonl"), "--count", str(args.heldout), "--seed", "10000000"],
+    slips = ["--slip-rate", str(args.slip_rate)]
+    subprocess.run([*gen, str(data / "heldout.jsonl"), "--count", str(args.heldout), "--seed", "10000000", *slips],
                    check=True, cwd=ROOT, env=env)
     subprocess.run([*gen, str(data / "train.jsonl"), "--count", str(args.count), "--seed", str(args.seed),
-                    "--workers", str(args.workers)], check=True, cwd=ROOT, env=env)
+                    "--workers", str(args.workers), *slips], check=True, cwd=ROOT, env=env)
     return 0
 
 
@@ -251,6 +252,8 @@ def main() -> int:
         s.add_argument("--kind", choices=("attention", "hybrid"), default="attention")
     sub.choices["data"].add_argument("--count", type=int, default=6000)
     sub.choices["data"].add_argument("--heldout", type=int, default=150)
+    sub.choices["data"].add_argument("--slip-rate", type=float, default=0.3,
+                                     help="share of sessions with one slip and its recovery (tools/demo_model/sessions.py)")
     sub.choices["data"].add_argument("--workers", type=int, default=2)
     t = sub.choices["train"]
     t.add_argument("--steps", type=int, default=4000)
