@@ -243,6 +243,9 @@ def cmd_eval(args) -> int:
 
 
 def main() -> int:
+    from tools.demo_model.chat import SPLITS
+    from tools.demo_model.sessions import SLIP_RATE
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     for name in ("data", "train", "export", "eval"):
@@ -252,7 +255,7 @@ def main() -> int:
         s.add_argument("--kind", choices=("attention", "hybrid"), default="attention")
     sub.choices["data"].add_argument("--count", type=int, default=6000)
     sub.choices["data"].add_argument("--heldout", type=int, default=150)
-    sub.choices["data"].add_argument("--slip-rate", type=float, default=0.3,
+    sub.choices["data"].add_argument("--slip-rate", type=float, default=SLIP_RATE,
                                      help="share of sessions with one slip and its recovery (tools/demo_model/sessions.py)")
     sub.choices["data"].add_argument("--workers", type=int, default=2)
     t = sub.choices["train"]
@@ -271,7 +274,7 @@ def main() -> int:
                    help="weight of next-token loss over the clean prefix stream (tools/demo_model/train.py)")
     t.add_argument("--aux", type=float, default=0.01, help="MoE load-balancing loss weight")
     t.add_argument("--vocab", type=int, default=4096)
-    t.add_argument("--split", choices=("words", "gpt2"), default="words",
+    t.add_argument("--split", choices=sorted(SPLITS), default="words",
                    help="how text is cut before BPE, for a run's new tokenizer (tools/demo_model/chat.py)")
     t.add_argument("--threads", type=int, default=2)
     t.add_argument("--log-every", type=int, default=10)

@@ -38,11 +38,6 @@ class Layout:
         return cls(clean, (keys < prefix) | ((keys >= own) & (keys < own + BLOCK)))
 
 
-def expand_kv(x: torch.Tensor, heads: int) -> torch.Tensor:
-    """[B, KV, S, D] -> [B, H, S, D] for grouped-query attention."""
-    return x.repeat_interleave(heads // x.shape[1], dim=1)
-
-
 def two_stream_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0,
                          two_stream: Layout | None = None, **kwargs):
     """query [B, H, T, D], key/value [B, KV, T, D] -> ([B, T, H, D], None)."""
@@ -50,11 +45,10 @@ def two_stream_attention(module, query, key, value, attention_mask, scaling=None
         return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling,
                                       dropout=dropout, **kwargs)
     L = two_stream.clean
-    k, v = expand_kv(key, query.shape[1]), expand_kv(value, query.shape[1])  # [B, H, T, D]
-    clean = F.scaled_dot_product_attention(query[:, :, :L], k[:, :, :L], v[:, :, :L], is_causal=True,
-                                           scale=scaling)  # [B, H, L, D]
-    noisy = F.scaled_dot_product_attention(query[:, :, L:], k, v, attn_mask=two_stream.noisy_mask,
-                                           scale=scaling)  # [B, H, N, D]
+    clean = F.scaled_dot_product_attention(query[:, :, :L], key[:, :, :L], value[:, :, :L], is_causal=True,
+                                           scale=scaling, enable_gqa=True)  # [B, H, L, D]
+    noisy = F.scaled_dot_product_attention(query[:, :, L:], key, value, attn_mask=two_stream.noisy_mask,
+                                           scale=scaling, enable_gqa=True)  # [B, H, N, D]
     return torch.cat([clean, noisy], dim=2).transpose(1, 2).contiguous(), None
 
 

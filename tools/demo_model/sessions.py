@@ -31,6 +31,8 @@ sys.path.insert(0, str(ROOT))
 from tools.demo import GIT_ENV as GIT_IDENTITY, commit_all  # noqa: E402
 from tools.demo_model.families import FAMILIES, Call, Task, package_name  # noqa: E402
 
+SLIP_RATE = 0.3  # default share of sessions that hold one slip
+
 # pytest in the generated repos needs none of the venv's plugins; loading them costs 1 s a run
 GIT_ENV = {**GIT_IDENTITY, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
@@ -73,7 +75,7 @@ def assistant_turn(calls: list[Call], number: int, slip: bool = False) -> dict:
     return {"role": "assistant", "content": "", "tool_calls": wire, **({"slip": True} if slip else {})}
 
 
-async def play(task: Task, repo: Path, rng: random.Random | None = None, slip_rate: float = 0.0) -> list[dict] | None:
+async def play(task: Task, repo: Path, rng: random.Random, slip_rate: float = 0.0) -> list[dict] | None:
     """The task's plan against the real tools; None when a call fails (a broken plan)."""
     from clover_code.tools import ToolContext, default_registry
     from clover_code.tools.workspace import Workspace
@@ -81,7 +83,6 @@ async def play(task: Task, repo: Path, rng: random.Random | None = None, slip_ra
     registry = default_registry()
     ctx = ToolContext(Workspace(repo), sandbox=False)
     messages = [{"role": "system", "content": system_prompt(repo)}, {"role": "user", "content": task.prompt}]
-    rng = rng or random.Random(0)
     slip_left = rng.random() < slip_rate  # then one slip, at the first step a coin picks that allows one
     outputs: list[str] = []
     for number, step in enumerate(task.steps):
@@ -156,7 +157,7 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0, help="first seed; session i uses seed + i")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--family", choices=sorted(FAMILIES))
-    p.add_argument("--slip-rate", type=float, default=0.3, help="share of sessions with one slip and its recovery")
+    p.add_argument("--slip-rate", type=float, default=SLIP_RATE, help="share of sessions with one slip and its recovery")
     args = p.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     per = -(-args.count // args.workers)
