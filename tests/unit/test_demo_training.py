@@ -115,6 +115,23 @@ def test_invented_names_replace_a_sessions_names_consistently_everywhere():
     assert new_package != package and new_package in text  # one package name, used wherever the old one was
 
 
+def test_fix_bug_finds_the_file_through_grep_so_every_name_is_copied_from_the_step_before():
+    import json
+
+    os.environ.update(GIT_ENV)
+    session = generate(7, "fix-bug")
+    messages = session["messages"]
+    calls = [(i, c["function"]["name"], json.loads(c["function"]["arguments"]))
+             for i, m in enumerate(messages) for c in m.get("tool_calls") or []]
+    names = [name for _, name, _ in calls]
+    assert names == ["run_shell", "grep", "read_file", "edit_file", "run_shell", "git_commit"]
+    (_, _, test_run), (at_grep, _, grep), (at_read, _, read) = calls[0], calls[1], calls[2]
+    function = grep["pattern"].removeprefix("def ")
+    assert f"test_{function}" in messages[at_grep - 1]["content"]  # the failing test's name, just before
+    assert messages[at_read - 1]["content"].strip() == read["path"]  # grep's one match, just before
+    assert read["path"] in session["files"] and f"def {function}(" in session["files"][read["path"]]
+
+
 def test_a_slip_is_a_real_tool_error_then_the_right_step_and_never_a_training_target():
     from tools.demo_model.chat import is_target
 

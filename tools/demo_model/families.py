@@ -159,9 +159,13 @@ def fix_bug(rng: random.Random) -> Task:
                   "Run the tests to confirm they pass, then commit the fix.", rng)
     path = f"{pkg}/{mod}.py"
     state: dict[str, str] = {}
+    # The failing test names the function; grep names its file. Each step copies from the
+    # tool result just before it, which a small model learns far sooner than composing a
+    # path from the package in the prompt and the module in a test file's name.
     return Task("fix-bug", files, prompt, [
         lambda out: [Call("run_shell", {"command": PYTEST})],
-        lambda out: [Call("read_file", {"path": path})],
+        lambda out: [Call("grep", {"pattern": f"def {bug.name}", "files_only": True})],
+        lambda out: [Call("read_file", {"path": out[0].splitlines()[0]})],
         lambda out: [Call("edit_file", {"path": path, "old_string": bug.bad, "new_string": bug.body[bug.fix_line]})],
         lambda out: [Call("run_shell", {"command": PYTEST})],
         lambda out: (state.update(passed=passed_count(out[0])), [Call("git_commit", {"message": bug.commit})])[1],
