@@ -191,6 +191,8 @@ def cmd_train(args) -> int:
             i = rng.randrange(len(rows))
             row = (session_row(tokenizer, renamed(sessions[i], rng), tools) if rng.random() < args.rename_rate
                    else rows[i])
+            if rng.random() < args.prefix_rate:
+                row = row.prefix(rng.randint(1, len(row.turns)))
             batch = (two_stream(row, mask_id, filler, rng, args.copies) if args.kind == "attention"
                      else one_block(row, mask_id, filler, rng))
             loss, acc, _ = step_loss(model, batch, args.aux, args.ar_weight)
@@ -270,6 +272,8 @@ def main() -> int:
     t.add_argument("--copies", type=int, default=2, help="noisy copies of each block per session")
     t.add_argument("--rename-rate", type=float, default=0.5,
                    help="share of sessions trained with invented names (tools/demo_model/rename.py)")
+    t.add_argument("--prefix-rate", type=float, default=0.0,
+                   help="share of sessions trained only up to a random one of their turns (cheaper; favours early turns)")
     t.add_argument("--ar-weight", type=float, default=0.0,
                    help="weight of next-token loss over the clean prefix stream (tools/demo_model/train.py)")
     t.add_argument("--aux", type=float, default=0.01, help="MoE load-balancing loss weight")

@@ -44,6 +44,20 @@ def test_a_generated_session_ran_the_real_tools_and_tokenizes_like_the_engine():
         assert row.ids[end - 1] == tokenizer.convert_tokens_to_ids("<|im_end|>")
 
 
+def test_a_rows_prefix_is_the_row_of_the_conversation_cut_after_that_turn():
+    session, tools, tokenizer = small_setup()
+    row = session_row(tokenizer, session, tools)
+    messages = session["messages"]
+    ends = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
+    for k in (1, 2):
+        cut = {**session, "messages": messages[: ends[k - 1] + 1]}
+        want = session_row(tokenizer, cut, tools)
+        got = row.prefix(k)
+        assert got.turns == want.turns and len(got.turns) == k
+        # the full render goes on with "\n" after <|im_end|>; the cut one ends there
+        assert got.ids == want.ids[: got.turns[-1][1]] and len(want.ids) - len(got.ids) <= 1
+
+
 def tiny_two_stream_setup():
     """A generated session's row, a tiny random demo-shaped model, and a two-stream batch."""
     from transformers import AutoModelForCausalLM

@@ -78,6 +78,12 @@ class Row:
     turns: list[tuple[int, int]]  # [start, end) of each target assistant turn, <|im_end|> included
     family: str
 
+    def prefix(self, turns: int) -> "Row":
+        """The session up to the end of its `turns`-th target turn: what the model saw and
+        wrote by then. Early turns are where names are copied from the task; training on
+        them alone costs a fraction of the whole session."""
+        return Row(self.ids[: self.turns[turns - 1][1]], self.turns[:turns], self.family)
+
 
 def is_target(message: dict) -> bool:
     """An assistant turn the model is trained and scored on (a slip is only context)."""
