@@ -139,7 +139,7 @@ def test_fix_bug_finds_the_file_through_grep_so_every_name_is_copied_from_the_st
              for i, m in enumerate(messages) for c in m.get("tool_calls") or []]
     names = [name for _, name, _ in calls]
     assert names == ["run_shell", "grep", "read_file", "edit_file", "run_shell", "git_commit"]
-    (_, _, test_run), (at_grep, _, grep), (at_read, _, read) = calls[0], calls[1], calls[2]
+    (at_grep, _, grep), (at_read, _, read) = calls[1], calls[2]
     function = grep["pattern"].removeprefix("def ")
     assert f"test_{function}" in messages[at_grep - 1]["content"]  # the failing test's name, just before
     assert messages[at_read - 1]["content"].strip() == read["path"]  # grep's one match, just before
