@@ -129,6 +129,14 @@ def test_invented_names_replace_a_sessions_names_consistently_everywhere():
     assert new_package != package and new_package in text  # one package name, used wherever the old one was
 
 
+def test_parameters_and_locals_are_renamed_but_not_names_used_as_attributes():
+    from tools.demo_model.rename import local_names
+
+    code = ("def mode(values, limit: int = 3):\n    counts = Counter(values)\n"
+            "    best = max(counts.values())\n    return best\n")
+    assert local_names(code) == {"limit", "counts", "best"}
+
+
 def test_fix_bug_finds_the_file_through_grep_so_every_name_is_copied_from_the_step_before():
     import json
 

@@ -5,7 +5,8 @@ learns those pools and writes `numkit` where the task says `netkit`. Training on
 of sessions whose names are replaced, consistently in every message and tool result, by
 invented ones it has never seen makes remembering useless and copying pay. The
 replacement treats `_` as a boundary (as the rename family's `sed` does), so
-`test_mode_single` follows `mode`.
+`test_mode_single` follows `mode`. Parameters and local variables are renamed too: a
+fix must write the names the file it read uses (`ordered`), not the pool's (`s`).
 """
 
 from __future__ import annotations
@@ -30,15 +31,30 @@ def invented_name(rng: random.Random, like: str) -> str:
     return "_".join(invented_word(rng) for _ in range(min(3, like.count("_") + 1)))
 
 
+PARAMS = re.compile(r"^def \w+\(([^)]*)\)", re.M)
+ASSIGNED = re.compile(r"^\s+(\w+) = ", re.M)
+
+
+def local_names(code: str) -> set[str]:
+    """The parameters and assigned local variables of a module's functions, less any name
+    also used as an attribute (`counts.values()` must keep its `values`)."""
+    names = set(ASSIGNED.findall(code))
+    for params in PARAMS.findall(code):
+        names.update(re.match(r"\s*(\w*)", p).group(1) for p in params.split(","))
+    return {n for n in names if n and not re.search(rf"\.{n}\b", code)}
+
+
 def session_names(session: dict) -> set[str]:
     """The names a session's task is about: its packages and modules, the functions its
-    files and its tool calls define, and the identifiers the user put in backticks."""
+    files and its tool calls define with their parameters and locals, and the identifiers
+    the user put in backticks."""
     names: set[str] = set()
     for path, text in session["files"].items():
         parts = path.removesuffix(".py").split("/")
         if path.endswith(".py") and parts[0] != "tests":
             names.update(p for p in parts if p != "__init__")
             names.update(re.findall(r"^def (\w+)", text, re.M))
+            names.update(local_names(text))
     for m in session["messages"]:
         if m["role"] == "user":
             names.update(re.findall(r"`(\w+)`", m["content"]))
