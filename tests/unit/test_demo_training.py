@@ -191,3 +191,7 @@ def test_the_evaluator_scores_target_turns_and_reports_recovery_after_a_slip():
     assert report["calls_expected"] == sum(len(m.get("tool_calls") or []) for m in targets)
     assert report["after_slip"]["turns"] == 1 and report["forward_passes"] > 0
     assert report["tokens"] > report["forward_passes"]  # the trained checkpoint decodes in parallel
+    tallies = [tuple(map(int, t.split("/"))) for t in report["exact_by_call"].values()]
+    assert sum(n for _, n in tallies) == report["calls_expected"]
+    assert sum(right for right, _ in tallies) == round(report["exact_call_rate"] * report["calls_expected"])
+    assert "fix-bug 1.1 run_shell" in report["exact_by_call"]  # the first call of the first turn

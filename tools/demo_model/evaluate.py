@@ -38,9 +38,9 @@ def score_turn(text: str, want: list[tuple[str, dict]], registry) -> dict:
     valid = [p for p in written if p.call is not None
              and not isinstance(registry.validate(p.call.name, p.call.arguments), str)]
     got = [(p.call.name, json.loads(p.call.arguments)) for p in written if p.call is not None]
-    exact = sum(1 for i, call in enumerate(want) if i < len(got) and got[i] == call)
-    return {"written": len(written), "valid": len(valid), "expected": len(want), "exact": exact,
-            "turn_right": got == want if want else not written}
+    right = [i < len(got) and got[i] == call for i, call in enumerate(want)]
+    return {"written": len(written), "valid": len(valid), "expected": len(want), "exact": sum(right),
+            "turn_right": got == want if want else not written, "right": right}
 
 
 def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: float = 0.95,
@@ -53,15 +53,23 @@ def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: fl
     engine = EmbeddedEngine(model, threshold=threshold)
     totals: dict[str, float] = defaultdict(float)
     by_group: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    by_call: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # "family turn.call tool" -> [exact, expected]
 
     async def run() -> None:
         for session in sessions:
             messages = session["messages"]
+            turn = 0
             for i, m in enumerate(messages):
                 if not is_target(m):
                     continue
+                turn += 1
+                want = expected_calls(m)
                 text, tokens, passes = await decode_turn(engine, messages[:i], tools, max_tokens)
-                result = score_turn(text, expected_calls(m), registry)
+                result = score_turn(text, want, registry)
+                for k, ((name, _), right) in enumerate(zip(want, result.pop("right"))):
+                    tally = by_call[f"{session['family']} {turn}.{k + 1} {name}"]
+                    tally[0] += right
+                    tally[1] += 1
                 result.update(tokens=tokens, passes=passes, turns=1)
                 groups = [session["family"]] + (["after a slip"] if after_slip(messages, i) else [])
                 for key, value in result.items():
@@ -73,6 +81,7 @@ def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: fl
     recovery = by_group.pop("after a slip", None)
     return {**figures(totals), "families": {f: figures(v) for f, v in sorted(by_group.items())},
             **({"after_slip": figures(recovery)} if recovery else {}),
+            "exact_by_call": {k: f"{right}/{n}" for k, (right, n) in sorted(by_call.items())},
             "sessions": len(sessions), "threshold": threshold}
 
 
