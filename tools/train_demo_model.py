@@ -147,7 +147,7 @@ def cmd_train(args) -> int:
     import torch
 
     from tools.demo_model.chat import session_row
-    from tools.demo_model.rename import renamed
+    from tools.demo_model.rename import renamed, vocabulary_words
     from tools.demo_model.train import Meter, lr_at, one_block, step_loss, two_stream
 
     torch.set_num_threads(args.threads)
@@ -172,6 +172,7 @@ def cmd_train(args) -> int:
         print(f"resumed at step {step}", flush=True)
     print(f"{args.kind}: {params / 1e6:.2f}M parameters, {len(rows)} sessions, vocab {len(tokenizer)}", flush=True)
     mask_id, filler = tokenizer.mask_token_id, tokenizer.pad_token_id
+    words = vocabulary_words(tokenizer)
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
 
@@ -189,7 +190,7 @@ def cmd_train(args) -> int:
         opt.zero_grad(set_to_none=True)
         for _ in range(args.accum):
             i = rng.randrange(len(rows))
-            row = (session_row(tokenizer, renamed(sessions[i], rng), tools) if rng.random() < args.rename_rate
+            row = (session_row(tokenizer, renamed(sessions[i], rng, words), tools) if rng.random() < args.rename_rate
                    else rows[i])
             if rng.random() < args.prefix_rate:
                 row = row.prefix(rng.randint(1, len(row.turns)))

@@ -115,10 +115,16 @@ def test_invented_names_replace_a_sessions_names_consistently_everywhere():
     names = session_names(session)
     package = next(iter(session["files"])).split("/")[0]
     assert package in names and not any(n.startswith("test") for n in names)
-    fresh = renamed(session, random.Random(0))
+    assert "median" in names  # a name of this session, so a word it already uses
+    words = ["median"] * 20 + ["budget", "lantern", "harbor", "meadow", "cobalt", "willow", "ember"]
+    fresh = renamed(session, random.Random(0), words)
     text = json.dumps(fresh["messages"][1:])
     for name in names:  # none survives, even inside test names such as test_<name>_...
         assert not re.search(rf"(?<![A-Za-z0-9]){name}(?![A-Za-z0-9])", text), name
+    old_words = set(re.findall(r"[A-Za-z0-9]+", json.dumps(session["messages"])))
+    new_words = set(re.findall(r"[A-Za-z0-9]+", text)) - old_words
+    assert new_words & set(words)  # whole vocabulary words stand in for names...
+    assert "median" not in text  # ...never one the session already uses
     assert fresh["messages"][0] == session["messages"][0]  # the system prompt is not the task's
     for old, new in zip(session["messages"], fresh["messages"]):
         assert old["role"] == new["role"]

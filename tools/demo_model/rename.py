@@ -7,10 +7,16 @@ invented ones it has never seen makes remembering useless and copying pay. The
 replacement treats `_` as a boundary (as the rename family's `sed` does), so
 `test_mode_single` follows `mode`. Parameters and local variables are renamed too: a
 fix must write the names the file it read uses (`ordered`), not the pool's (`s`).
+
+An invented word is spelled in single characters by a tokenizer that never saw it, while
+the pool's names are single tokens; so most new names are drawn instead from the words the
+tokenizer has a token for (`vocabulary_words`), which makes copying a whole-word token, the
+case the real tasks need, the only way to be right.
 """
 
 from __future__ import annotations
 
+import json
 import keyword
 import random
 import re
@@ -26,9 +32,20 @@ def invented_word(rng: random.Random) -> str:
     return "".join(rng.choice(ONSETS) + rng.choice(VOWELS) + rng.choice(CODAS) for _ in range(rng.randint(1, 3)))
 
 
-def invented_name(rng: random.Random, like: str) -> str:
-    """As many `_`-joined invented words as `like` has parts (at most 3)."""
-    return "_".join(invented_word(rng) for _ in range(min(3, like.count("_") + 1)))
+WORD_SHARE = 0.7  # of the parts of new names that are vocabulary words
+
+
+def vocabulary_words(tokenizer) -> list[str]:
+    """Lower-case words of 3+ letters that are one token, less the hex runs of commit ids."""
+    return sorted(w for w in tokenizer.get_vocab()
+                  if w.isascii() and w.isalpha() and w.islower() and len(w) >= 3 and set(w) - set("abcdef"))
+
+
+def invented_name(rng: random.Random, like: str, words: list[str] = ()) -> str:
+    """As many `_`-joined parts as `like` has (at most 3), each a vocabulary word or an
+    invented one."""
+    return "_".join(rng.choice(words) if words and rng.random() < WORD_SHARE else invented_word(rng)
+                    for _ in range(min(3, like.count("_") + 1)))
 
 
 PARAMS = re.compile(r"^def \w+\(([^)]*)\)", re.M)
@@ -63,19 +80,21 @@ def session_names(session: dict) -> set[str]:
     return {n for n in names if len(n) >= 3 and n not in KEEP and not n.startswith(("test", "_"))}
 
 
-def renamed(session: dict, rng: random.Random) -> dict:
-    """The session with every one of its names replaced by a fresh invented one."""
+def renamed(session: dict, rng: random.Random, words: list[str] = ()) -> dict:
+    """The session with every one of its names replaced by a fresh one: a word no message
+    or file of the session uses, so that the renaming never collides with its code."""
     names = sorted(session_names(session), key=len, reverse=True)
     if not names:
         return session
     mapping: dict[str, str] = {}
-    used = set(names)
+    texts = [json.dumps(session["messages"]), *session["files"].values()]
+    used = set(names) | {w for text in texts for w in re.findall(r"[A-Za-z0-9]+", text)}
     for name in names:
-        new = invented_name(rng, name)
-        while new in used or new in KEEP or keyword.iskeyword(new):
-            new = invented_name(rng, name)
+        new = invented_name(rng, name, words)
+        while new in KEEP or keyword.iskeyword(new) or used & set(new.split("_")):
+            new = invented_name(rng, name, words)
         mapping[name] = new
-        used.add(new)
+        used.update(new.split("_"))
     pattern = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(map(re.escape, names)) + r")(?![A-Za-z0-9])")
 
     def sub(text: str) -> str:
