@@ -173,6 +173,7 @@ def cmd_train(args) -> int:
     print(f"{args.kind}: {params / 1e6:.2f}M parameters, {len(rows)} sessions, vocab {len(tokenizer)}", flush=True)
     mask_id, filler = tokenizer.mask_token_id, tokenizer.pad_token_id
     words = vocabulary_words(tokenizer)
+    drills = load_sessions(str(args.drills)) if args.drills else []
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
 
@@ -189,9 +190,14 @@ def cmd_train(args) -> int:
             group["lr"] = lr_at(step, args.steps, args.lr, args.warmup)
         opt.zero_grad(set_to_none=True)
         for _ in range(args.accum):
-            i = rng.randrange(len(rows))
-            row = (session_row(tokenizer, renamed(sessions[i], rng, words), tools) if rng.random() < args.rename_rate
-                   else rows[i])
+            if drills and rng.random() < args.drill_rate:  # tokenized here: drills are short
+                drill = rng.choice(drills)
+                row = session_row(tokenizer, renamed(drill, rng, words) if rng.random() < args.rename_rate else drill,
+                                  tools)
+            elif rng.random() < args.rename_rate:
+                row = session_row(tokenizer, renamed(rng.choice(sessions), rng, words), tools)
+            else:
+                row = rng.choice(rows)
             if rng.random() < args.prefix_rate:
                 row = row.prefix(rng.randint(1, len(row.turns)))
             batch = (two_stream(row, mask_id, filler, rng, args.copies) if args.kind == "attention"
@@ -277,6 +283,8 @@ def main() -> int:
                    help="share of sessions trained only up to a random one of their turns (cheaper; favours early turns)")
     t.add_argument("--ar-weight", type=float, default=0.0,
                    help="weight of next-token loss over the clean prefix stream (tools/demo_model/train.py)")
+    t.add_argument("--drills", type=Path, help="copy drill sessions (tools/demo_model/drills.py) to mix in")
+    t.add_argument("--drill-rate", type=float, default=0.5, help="share of the sequences drawn from --drills")
     t.add_argument("--aux", type=float, default=0.01, help="MoE load-balancing loss weight")
     t.add_argument("--vocab", type=int, default=4096)
     t.add_argument("--split", choices=sorted(SPLITS), default="words",

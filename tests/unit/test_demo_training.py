@@ -143,6 +143,26 @@ def test_parameters_and_locals_are_renamed_but_not_names_used_as_attributes():
     assert local_names(code) == {"limit", "counts", "best"}
 
 
+def test_a_copy_drill_edits_a_line_of_the_file_it_read_and_its_names_are_renamable():
+    import json
+
+    from tools.demo_model.rename import session_names
+
+    os.environ.update(GIT_ENV)
+    session = generate(11, "edit-line", slip_rate=0.0)
+    calls = [json.loads(m["tool_calls"][0]["function"]["arguments"]) | {"tool": m["tool_calls"][0]["function"]["name"]}
+             for m in session["messages"] if m.get("tool_calls")]
+    results = [m["content"] for m in session["messages"] if m["role"] == "tool"]
+    assert [c["tool"] for c in calls] == ["read_file", "edit_file"]
+    read, edit = calls
+    assert read["path"] in session["messages"][1]["content"] and edit["path"] == read["path"]
+    assert results[0].count(edit["old_string"].strip()) == 1  # the line is copied from the file just read
+    assert edit["new_string"] != edit["old_string"] and results[1].startswith("edited")  # the real edit applied
+    # its function, parameters and locals are names the renamer replaces, so drills teach copying fresh names
+    local = edit["old_string"].split("=")[0].strip()
+    assert local in session_names(session)
+
+
 def test_fix_bug_finds_the_file_through_grep_so_every_name_is_copied_from_the_step_before():
     import json
 
