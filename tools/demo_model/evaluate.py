@@ -76,6 +76,7 @@ def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: fl
                     totals[key] += value
                     for group in groups:
                         by_group[group][key] += value
+        await engine.aclose()  # the decode thread is done before the interpreter exits
 
     asyncio.run(run())
     recovery = by_group.pop("after a slip", None)
