@@ -3,6 +3,7 @@
     python tools/train_demo_model.py data  --run RUN [--count 6000] [--heldout 150] [--workers 2] [--slip-rate 0.3]
     python tools/train_demo_model.py train --run RUN [--kind attention|hybrid] [--steps N] [--minutes M]
     python tools/train_demo_model.py eval  --run RUN [--limit 150] [--sessions FILE]
+    python tools/train_demo_model.py probe --run RUN --model DIR [--limit 20] [--sessions FILE]
     python tools/train_demo_model.py export --run RUN [--out clover_code/models/clover-demo]
 
 `data` writes synthetic agent sessions (tools/demo_model/sessions.py: the sandbox task
@@ -10,7 +11,9 @@ families run through the real tools on generated repositories) to RUN/data; the 
 sessions use seeds the training ones never do. `train` trains a byte-level BPE on them,
 then the model, checkpointing to RUN/state.pt every few minutes and resuming from it; it
 is reproducible from --seed. `eval` decodes every assistant turn of the held-out sessions
-with the real embedded engine at threshold 0.95 and scores the tool calls. `export` writes
+with the real embedded engine at threshold 0.95 and scores the tool calls. `probe` measures
+copying: how often the model writes the fresh names of renamed held-out sessions, teacher-
+forced (tools/demo_model/copy_probe.py). `export` writes
 the checkpoint in fp16 with its tokenizer and chat template.
 """
 
@@ -251,13 +254,26 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def cmd_probe(args) -> int:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tools.demo_model.copy_probe import copy_probe
+
+    torch.set_num_threads(args.threads)
+    sessions = load_sessions(str(args.sessions or args.run / "data" / "heldout.jsonl"))[: args.limit]
+    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
+    print(json.dumps(copy_probe(model, AutoTokenizer.from_pretrained(args.model), sessions, tool_schemas(), args.seed)))
+    return 0
+
+
 def main() -> int:
     from tools.demo_model.chat import SPLITS
     from tools.demo_model.sessions import SLIP_RATE
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    for name in ("data", "train", "export", "eval"):
+    for name in ("data", "train", "export", "eval", "probe"):
         s = sub.add_parser(name)
         s.add_argument("--run", type=Path, required=True, help="working folder for data, state and logs")
         s.add_argument("--seed", type=int, default=0)
@@ -299,8 +315,14 @@ def main() -> int:
     e.add_argument("--sessions", type=Path, help="held-out sessions to score (default: RUN/data/heldout.jsonl)")
     e.add_argument("--threshold", type=float, default=0.95)
     e.add_argument("--json-out", type=Path)
+    c = sub.choices["probe"]
+    c.add_argument("--model", type=Path, default=DEFAULT_OUT)
+    c.add_argument("--limit", type=int, default=20)
+    c.add_argument("--sessions", type=Path, help="held-out sessions to rename and probe (default: RUN/data/heldout.jsonl)")
+    c.add_argument("--threads", type=int, default=1)
     args = p.parse_args()
-    return {"data": cmd_data, "train": cmd_train, "export": cmd_export, "eval": cmd_eval}[args.cmd](args)
+    return {"data": cmd_data, "train": cmd_train, "export": cmd_export, "eval": cmd_eval,
+            "probe": cmd_probe}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ tokenize as the engine tokenizes their prompts, and the two-stream objective sho
 noisy block exactly the logits the engine's denoiser computes for it."""
 
 import os
+import re
 import random
 import sys
 from pathlib import Path
@@ -221,3 +222,27 @@ def test_the_evaluator_scores_target_turns_and_reports_recovery_after_a_slip():
     assert sum(n for _, n in tallies) == report["calls_expected"]
     assert sum(right for right, _ in tallies) == round(report["exact_call_rate"] * report["calls_expected"])
     assert "fix-bug 1.1 run_shell" in report["exact_by_call"]  # the first call of the first turn
+
+
+def test_the_copy_probe_scores_exactly_the_tokens_of_the_fresh_names_in_the_turns():
+    from tools.demo_model.chat import session_row
+    from tools.demo_model.copy_probe import name_blocks, words_of
+    from tools.demo_model.rename import renamed, vocabulary_words
+
+    session, tools, _ = small_setup()
+    fresh_words = "lantern harbor meadow cobalt willow ember quartz saddle"
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    plain = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.BPE()), chat_template=CHAT_TEMPLATE)
+    tokenizer = train_tokenizer([render(plain, session["messages"], tools), fresh_words * 20], 600)
+    assert set(fresh_words.split()) <= set(vocabulary_words(tokenizer))
+    fresh = renamed(session, random.Random(1), fresh_words.split())
+    new = (words_of(fresh) - words_of(session)) & set(fresh_words.split())  # the one-token fresh names
+    assert new
+    row = session_row(tokenizer, fresh, tools)
+    found = [tokenizer.decode([block[j]]) for _, block, names in name_blocks(tokenizer, row, new) for j in names]
+    turns_text = "".join(tokenizer.decode(row.ids[s:e]) for s, e in row.turns)
+    want = sum(len(re.findall(rf"(?<![A-Za-z]){w}(?![A-Za-z])", turns_text)) for w in new)
+    assert found and set(found) <= new and len(found) == want
+    assert not list(name_blocks(tokenizer, session_row(tokenizer, session, tools), new))
