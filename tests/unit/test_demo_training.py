@@ -18,7 +18,7 @@ from tools.demo_model.sessions import GIT_ENV, generate  # noqa: E402
 from tools.demo_model.train import BLOCK, forward, step_loss, two_stream  # noqa: E402
 
 
-def small_setup():
+def small_setup(extra_text: str = "", vocab: int = 400):
     from tokenizers import Tokenizer, models
     from transformers import PreTrainedTokenizerFast
 
@@ -28,7 +28,7 @@ def small_setup():
     session = generate(3, "rename")
     tools = default_registry().schemas()
     plain = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.BPE()), chat_template=CHAT_TEMPLATE)
-    tokenizer = train_tokenizer([render(plain, session["messages"], tools)], 400)
+    tokenizer = train_tokenizer([render(plain, session["messages"], tools), extra_text], vocab)
     return session, tools, tokenizer
 
 
@@ -229,13 +229,8 @@ def test_the_copy_probe_scores_exactly_the_tokens_of_the_fresh_names_in_the_turn
     from tools.demo_model.copy_probe import name_blocks, words_of
     from tools.demo_model.rename import renamed, vocabulary_words
 
-    session, tools, _ = small_setup()
     fresh_words = "lantern harbor meadow cobalt willow ember quartz saddle"
-    from tokenizers import Tokenizer, models
-    from transformers import PreTrainedTokenizerFast
-
-    plain = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.BPE()), chat_template=CHAT_TEMPLATE)
-    tokenizer = train_tokenizer([render(plain, session["messages"], tools), fresh_words * 20], 600)
+    session, tools, tokenizer = small_setup(f"{fresh_words} " * 20, vocab=600)
     assert set(fresh_words.split()) <= set(vocabulary_words(tokenizer))
     fresh = renamed(session, random.Random(1), fresh_words.split())
     new = (words_of(fresh) - words_of(session)) & set(fresh_words.split())  # the one-token fresh names

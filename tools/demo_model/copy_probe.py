@@ -19,7 +19,7 @@ import torch
 from tools.demo_model.attention import BLOCK, Layout
 from tools.demo_model.chat import session_row
 from tools.demo_model.rename import renamed, vocabulary_words
-from tools.demo_model.train import Batch, forward
+from tools.demo_model.train import Batch, forward, turn_blocks
 
 
 def words_of(session: dict) -> set[str]:
@@ -28,13 +28,10 @@ def words_of(session: dict) -> set[str]:
 
 def name_blocks(tokenizer, row, new_words: set[str]):
     """(block start, 32 ids, offsets of new-name tokens) for each turn block holding one."""
-    for start, end in row.turns:
-        for b in range(start, end, BLOCK):
-            block = row.ids[b:min(b + BLOCK, end)]
-            block = block + [tokenizer.pad_token_id] * (BLOCK - len(block))
-            names = [j for j, t in enumerate(block) if tokenizer.decode([t]).strip() in new_words]
-            if names:
-                yield b, block, names
+    for start, block in turn_blocks(row, tokenizer.pad_token_id):
+        names = [j for j, t in enumerate(block) if tokenizer.decode([t]).strip() in new_words]
+        if names:
+            yield start, block, names
 
 
 @torch.no_grad()

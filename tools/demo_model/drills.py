@@ -19,8 +19,8 @@ from tools.demo_model.families import NOUNS, VERBS, WORDS, Call, Task, join_word
 OPERATORS = {"+": "add", "-": "subtract", "*": "multiply", "//": "floor-divide", "%": "take the remainder of"}
 
 
-def drill_function(rng: random.Random, name: str) -> tuple[list[str], list[tuple[str, str, str]]]:
-    """A function's lines and its assignment lines as (local, left operand, right operand)."""
+def drill_function(rng: random.Random, name: str) -> tuple[list[str], list[tuple[str, str, str, str]]]:
+    """A function's lines and its assignment lines as (local, left operand, operator, right operand)."""
     params = rng.sample(WORDS, rng.randint(2, 3))
     names = list(params)
     lines, assigns = [f"def {name}({', '.join(params)}):"], []
@@ -28,7 +28,7 @@ def drill_function(rng: random.Random, name: str) -> tuple[list[str], list[tuple
         left, right = rng.choice(names), rng.choice(names + [str(rng.randint(2, 99))])
         op = rng.choice(sorted(OPERATORS))
         lines.append(f"    {local} = {left} {op} {right}")
-        assigns.append((local, left, f"{op} {right}"))
+        assigns.append((local, left, op, right))
         names.append(local)
     lines.append(f"    return {names[-1]}")
     return lines, assigns
@@ -42,8 +42,7 @@ def edit_line(rng: random.Random) -> Task:
         if name not in [f for f, _, _ in functions]:
             functions.append((name, *drill_function(rng, name)))
     fn, lines, assigns = rng.choice(functions)
-    local, left, op_right = rng.choice(assigns)
-    op, right = op_right.split(" ", 1)
+    local, left, op, right = rng.choice(assigns)
     new_op = rng.choice(sorted(set(OPERATORS) - {op}))
     old_line, new_line = f"    {local} = {left} {op} {right}", f"    {local} = {left} {new_op} {right}"
     path = f"{pkg}/{mod}.py"

@@ -32,6 +32,8 @@ from tools.demo import GIT_ENV as GIT_IDENTITY, commit_all  # noqa: E402
 from tools.demo_model.drills import DRILLS  # noqa: E402
 from tools.demo_model.families import FAMILIES, Call, Task, package_name  # noqa: E402
 
+TASKS = {**FAMILIES, **DRILLS}  # what --family may name; a session with none named draws a family
+
 SLIP_RATE = 0.3  # default share of sessions that hold one slip
 
 # pytest in the generated repos needs none of the venv's plugins; loading them costs 1 s a run
@@ -128,7 +130,7 @@ def _expected_failure(task: Task, number: int, call: Call) -> bool:
 def generate(seed: int, family: str | None = None, slip_rate: float = 0.0) -> dict | None:
     rng = random.Random(seed)
     name = family or rng.choice(sorted(FAMILIES))
-    task = {**FAMILIES, **DRILLS}[name](rng)
+    task = TASKS[name](rng)
     with tempfile.TemporaryDirectory(prefix="clover-gen-") as tmp:
         repo = make_repo(task.files, Path(tmp))
         messages = asyncio.run(play(task, repo, rng, slip_rate))
@@ -157,7 +159,7 @@ def main() -> int:
     p.add_argument("--count", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0, help="first seed; session i uses seed + i")
     p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--family", choices=sorted({**FAMILIES, **DRILLS}),
+    p.add_argument("--family", choices=sorted(TASKS),
                    help="one family or drill (tools/demo_model/drills.py); default: every family")
     p.add_argument("--slip-rate", type=float, default=SLIP_RATE, help="share of sessions with one slip and its recovery")
     args = p.parse_args()
