@@ -241,3 +241,17 @@ def test_the_copy_probe_scores_exactly_the_tokens_of_the_fresh_names_in_the_turn
     want = sum(len(re.findall(rf"(?<![A-Za-z]){w}(?![A-Za-z])", turns_text)) for w in new)
     assert found and set(found) <= new and len(found) == want
     assert not list(name_blocks(tokenizer, session_row(tokenizer, session, tools), new))
+
+
+def test_renaming_depends_only_on_the_seed_not_on_the_interpreters_hash_seed(tmp_path):
+    import json
+    import subprocess
+
+    os.environ.update(GIT_ENV)
+    (tmp_path / "session.json").write_text(json.dumps(generate(5, "fix-bug")))
+    code = ("import json, random, sys; sys.path.insert(0, '.'); from tools.demo_model.rename import renamed;"
+            f"s = json.load(open({str(tmp_path / 'session.json')!r}));"
+            "print(json.dumps(renamed(s, random.Random(0), ['lantern', 'harbor', 'meadow'])))")
+    runs = {subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": str(h)}).stdout for h in (1, 2, 3)}
+    assert len(runs) == 1

@@ -83,7 +83,9 @@ def session_names(session: dict) -> set[str]:
 def renamed(session: dict, rng: random.Random, words: list[str] = ()) -> dict:
     """The session with every one of its names replaced by a fresh one: a word no message
     or file of the session uses, so that the renaming never collides with its code."""
-    names = sorted(session_names(session), key=len, reverse=True)
+    # longest first, so a name is replaced before any name inside it; ties by spelling, since
+    # a set's order changes with the interpreter's hash seed and the renaming must not
+    names = sorted(session_names(session), key=lambda n: (-len(n), n))
     if not names:
         return session
     mapping: dict[str, str] = {}
