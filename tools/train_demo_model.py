@@ -150,6 +150,7 @@ def cmd_train(args) -> int:
     import torch
 
     from tools.demo_model.chat import session_row
+    from tools.demo_model.copy_task import copy_row
     from tools.demo_model.rename import renamed, vocabulary_words
     from tools.demo_model.train import Meter, lr_at, one_block, step_loss, two_stream
 
@@ -193,7 +194,9 @@ def cmd_train(args) -> int:
             group["lr"] = lr_at(step, args.steps, args.lr, args.warmup)
         opt.zero_grad(set_to_none=True)
         for _ in range(args.accum):
-            if drills and rng.random() < args.drill_rate:  # tokenized here: drills are short
+            if rng.random() < args.copy_rate:
+                row = copy_row(tokenizer, rng, words)
+            elif drills and rng.random() < args.drill_rate:  # tokenized here: drills are short
                 drill = rng.choice(drills)
                 row = session_row(tokenizer, renamed(drill, rng, words) if rng.random() < args.rename_rate else drill,
                                   tools)
@@ -301,6 +304,8 @@ def main() -> int:
                    help="weight of next-token loss over the clean prefix stream (tools/demo_model/train.py)")
     t.add_argument("--drills", type=Path, help="copy drill sessions (tools/demo_model/drills.py) to mix in")
     t.add_argument("--drill-rate", type=float, default=0.5, help="share of the sequences drawn from --drills")
+    t.add_argument("--copy-rate", type=float, default=0.0,
+                   help="share of the sequences that are bare copy rows (tools/demo_model/copy_task.py)")
     t.add_argument("--aux", type=float, default=0.01, help="MoE load-balancing loss weight")
     t.add_argument("--vocab", type=int, default=4096)
     t.add_argument("--split", choices=sorted(SPLITS), default="words",

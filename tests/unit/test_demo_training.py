@@ -164,6 +164,26 @@ def test_a_copy_drill_edits_a_line_of_the_file_it_read_and_its_names_are_renamab
     assert local in session_names(session)
 
 
+def test_a_bare_copy_row_targets_exactly_the_span_its_prompt_holds_between_backticks():
+    from tools.demo_model.copy_task import copy_row
+    from tools.demo_model.rename import vocabulary_words
+
+    _, _, tokenizer = small_setup()
+    words = vocabulary_words(tokenizer)
+    rng = random.Random(5)
+    for _ in range(20):
+        row = copy_row(tokenizer, rng, words)
+        (start, end), = row.turns
+        prompt, turn = tokenizer.decode(row.ids[:start]), tokenizer.decode(row.ids[start:end])
+        assert turn.endswith("<|im_end|>") and end == len(row.ids)
+        span = turn.removesuffix("<|im_end|>")
+        assert f"`{span}`" in prompt and prompt.endswith("<|im_start|>assistant\n")
+        # every target token can only be copied: none of it is markup the model could recall
+        assert span and "`" not in span
+    batch = two_stream(row, tokenizer.mask_token_id, tokenizer.pad_token_id, rng, 2)
+    assert batch.targets.numel() > 0 and batch.noisy_from == len(row.ids)
+
+
 def test_fix_bug_finds_the_file_through_grep_so_every_name_is_copied_from_the_step_before():
     import json
 
