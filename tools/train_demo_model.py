@@ -186,6 +186,21 @@ def cmd_train(args) -> int:
                     "kind": args.kind}, str(state_path) + ".tmp")
         os.replace(str(state_path) + ".tmp", state_path)
 
+    def next_row():
+        """One training sequence: a bare copy row, a drill or a session (renamed or not), maybe cut short."""
+        if rng.random() < args.copy_rate:
+            row = copy_row(tokenizer, rng, words)
+        elif drills and rng.random() < args.drill_rate:  # tokenized here: drills are short
+            drill = rng.choice(drills)
+            row = session_row(tokenizer, renamed(drill, rng, words) if rng.random() < args.rename_rate else drill, tools)
+        elif rng.random() < args.rename_rate:
+            row = session_row(tokenizer, renamed(rng.choice(sessions), rng, words), tools)
+        else:
+            row = rng.choice(rows)
+        if rng.random() < args.prefix_rate:
+            row = row.prefix(rng.randint(1, len(row.turns)))
+        return row
+
     meter, deadline, last_save = Meter(), time.time() + args.minutes * 60, time.time()
     model.train()
     last = min(args.steps, args.stop_at or args.steps)
@@ -194,18 +209,7 @@ def cmd_train(args) -> int:
             group["lr"] = lr_at(step, args.steps, args.lr, args.warmup)
         opt.zero_grad(set_to_none=True)
         for _ in range(args.accum):
-            if rng.random() < args.copy_rate:
-                row = copy_row(tokenizer, rng, words)
-            elif drills and rng.random() < args.drill_rate:  # tokenized here: drills are short
-                drill = rng.choice(drills)
-                row = session_row(tokenizer, renamed(drill, rng, words) if rng.random() < args.rename_rate else drill,
-                                  tools)
-            elif rng.random() < args.rename_rate:
-                row = session_row(tokenizer, renamed(rng.choice(sessions), rng, words), tools)
-            else:
-                row = rng.choice(rows)
-            if rng.random() < args.prefix_rate:
-                row = row.prefix(rng.randint(1, len(row.turns)))
+            row = next_row()
             batch = (two_stream(row, mask_id, filler, rng, args.copies) if args.kind == "attention"
                      else one_block(row, mask_id, filler, rng))
             loss, acc, _ = step_loss(model, batch, args.aux, args.ar_weight)

@@ -30,6 +30,8 @@ def copy_row(tokenizer, rng: random.Random, words: list[str]) -> Row:
     """`... `span` ...` in a user turn, the span as the assistant's turn."""
     span = random_words(rng, words, rng.randint(1, 24))
     before, after = random_words(rng, words, rng.randint(1, 40)), random_words(rng, words, rng.randint(1, 40))
+    # the markup written out: the chat template would add its default system turn, and a
+    # copy row is short so that it is cheap
     prompt = f"<|im_start|>user\n{before} `{span}` {after}<|im_end|>\n<|im_start|>assistant\n"
     ids = tokenizer.encode(prompt, add_special_tokens=False)
     turn = tokenizer.encode(f"{span}<|im_end|>", add_special_tokens=False)
