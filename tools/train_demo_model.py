@@ -212,7 +212,7 @@ def cmd_train(args) -> int:
             row = next_row()
             batch = (two_stream(row, mask_id, filler, rng, args.copies) if args.kind == "attention"
                      else one_block(row, mask_id, filler, rng))
-            loss, acc, _ = step_loss(model, batch, args.aux, args.ar_weight)
+            loss, acc, _ = step_loss(model, batch, args.aux, args.ar_weight, args.ar_scope)
             (loss / args.accum).backward()
             meter.add(loss.item(), acc, batch.input_ids.shape[1])
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -306,6 +306,8 @@ def main() -> int:
                    help="share of sessions trained only up to a random one of their turns (cheaper; favours early turns)")
     t.add_argument("--ar-weight", type=float, default=0.0,
                    help="weight of next-token loss over the clean prefix stream (tools/demo_model/train.py)")
+    t.add_argument("--ar-scope", choices=("all", "turns"), default="all",
+                   help="next-token targets: every token, or only the assistant turns' tokens")
     t.add_argument("--drills", type=Path, help="copy drill sessions (tools/demo_model/drills.py) to mix in")
     t.add_argument("--drill-rate", type=float, default=0.5, help="share of the sequences drawn from --drills")
     t.add_argument("--copy-rate", type=float, default=0.0,

@@ -105,6 +105,21 @@ def test_the_next_token_term_is_plain_causal_lm_loss_over_the_clean_stream():
     assert torch.allclose(both - base, 0.5 * ar, atol=1e-4), (both - base, 0.5 * ar)
 
 
+def test_the_turns_scope_keeps_only_assistant_tokens_as_next_token_targets():
+    import torch.nn.functional as F
+
+    tokenizer, row, model, batch = tiny_two_stream_setup()
+    with torch.no_grad():
+        base, _, _ = step_loss(model, batch, 0.0)
+        turns, _, _ = step_loss(model, batch, 0.0, ar_weight=0.5, ar_scope="turns")
+        ids = torch.tensor([row.ids])
+        logits = model(input_ids=ids).logits[0]  # [L, V]
+        inside = torch.tensor([t for start, end in row.turns for t in range(start, end)])
+        ar = F.cross_entropy(logits[inside - 1].float(), ids[0, inside])
+    assert len(inside) < len(row.ids) // 2  # the prompt and tool results are left out
+    assert torch.allclose(turns - base, 0.5 * ar, atol=1e-4), (turns - base, 0.5 * ar)
+
+
 def test_invented_names_replace_a_sessions_names_consistently_everywhere():
     import json
     import re

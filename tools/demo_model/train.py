@@ -32,6 +32,7 @@ class Batch:
     targets: torch.Tensor  # [N] token ids at the noisy positions that are masked
     rows: torch.Tensor  # [N] their indices in the sequence
     noisy_from: int  # first position of the noisy stream
+    answers: torch.Tensor | None = None  # [A] clean positions inside assistant turns (two-stream only)
 
 
 def turn_blocks(row: Row, filler: int) -> list[tuple[int, list[int]]]:
@@ -68,8 +69,9 @@ def two_stream(row: Row, mask_id: int, filler: int, rng: random.Random, copies: 
             pos += range(start, start + BLOCK)
             targets += [block[j] for j in hidden]
             where += [at + j for j in hidden]
+    answers = [t for start, end in row.turns for t in range(max(1, start), end)]
     return Batch(torch.tensor([ids]), torch.tensor([pos]), None, Layout.of(L, starts), torch.tensor(targets),
-                 torch.tensor(where), L)
+                 torch.tensor(where), L, torch.tensor(answers))
 
 
 def one_block(row: Row, mask_id: int, filler: int, rng: random.Random) -> Batch:
@@ -105,22 +107,27 @@ def forward(model, batch: Batch, **kwargs):
                        use_cache=False, **kwargs)
 
 
-def step_loss(model, batch: Batch, aux_coef: float, ar_weight: float = 0.0) -> tuple[torch.Tensor, float, int]:
+def step_loss(model, batch: Batch, aux_coef: float, ar_weight: float = 0.0,
+              ar_scope: str = "all") -> tuple[torch.Tensor, float, int]:
     """Cross-entropy over the masked noisy positions; (loss, accuracy, count).
 
     With `ar_weight`, plus next-token cross-entropy over the clean (causal) prefix stream:
     every token of the session then teaches the prefix states what comes next, the
     signal that copying (induction) is learned from, as in the AR models block-diffusion
-    LMs are usually converted from. It costs one head product over the clean stream."""
+    LMs are usually converted from. It costs one head product over the clean stream.
+    `ar_scope` "turns" keeps only the tokens of assistant turns as next-token targets:
+    file contents, invented names and test output are unpredictable where they first
+    appear, and their loss would outweigh the calls that copy them."""
     moe = aux_coef > 0 and hasattr(model.config.get_text_config(), "num_experts")
     out = forward(model, batch, output_router_logits=moe)
     hidden = out.last_hidden_state[0, batch.rows]  # [N, H]
     logits = model.lm_head(hidden).float()  # [N, V]
     loss = F.cross_entropy(logits, batch.targets)
     if ar_weight > 0:
-        clean = out.last_hidden_state[0, : batch.noisy_from - 1]  # [P-1, H]
-        ar_logits = model.lm_head(clean).float()  # [P-1, V]
-        loss = loss + ar_weight * F.cross_entropy(ar_logits, batch.input_ids[0, 1 : batch.noisy_from])
+        targets = (torch.arange(1, batch.noisy_from) if ar_scope == "all" else batch.answers)  # [A]
+        clean = out.last_hidden_state[0, targets - 1]  # [A, H]: each predicts the token after it
+        ar_logits = model.lm_head(clean).float()  # [A, V]
+        loss = loss + ar_weight * F.cross_entropy(ar_logits, batch.input_ids[0, targets])
     if moe and getattr(out, "router_logits", None):
         cfg = model.config.get_text_config()
         loss = loss + aux_coef * balance_loss(out.router_logits, cfg.num_experts, cfg.num_experts_per_tok)
