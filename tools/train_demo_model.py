@@ -189,7 +189,7 @@ def cmd_train(args) -> int:
     def next_row():
         """One training sequence: a bare copy row, a drill or a session (renamed or not), maybe cut short."""
         if rng.random() < args.copy_rate:
-            row = copy_row(tokenizer, rng, words)
+            row = copy_row(tokenizer, rng, words, args.copy_noise)
         elif drills and rng.random() < args.drill_rate:  # tokenized here: drills are short
             drill = rng.choice(drills)
             row = session_row(tokenizer, renamed(drill, rng, words) if rng.random() < args.rename_rate else drill, tools)
@@ -312,6 +312,8 @@ def main() -> int:
     t.add_argument("--drill-rate", type=float, default=0.5, help="share of the sequences drawn from --drills")
     t.add_argument("--copy-rate", type=float, default=0.0,
                    help="share of the sequences that are bare copy rows (tools/demo_model/copy_task.py)")
+    t.add_argument("--copy-noise", type=int, default=40,
+                   help="most random words either side of a copy row's span (0: the bare span)")
     t.add_argument("--aux", type=float, default=0.01, help="MoE load-balancing loss weight")
     t.add_argument("--vocab", type=int, default=4096)
     t.add_argument("--split", choices=sorted(SPLITS), default="words",

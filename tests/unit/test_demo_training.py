@@ -197,6 +197,10 @@ def test_a_bare_copy_row_targets_exactly_the_span_its_prompt_holds_between_backt
         assert span and "`" not in span
     batch = two_stream(row, tokenizer.mask_token_id, tokenizer.pad_token_id, rng, 2)
     assert batch.targets.numel() > 0 and batch.noisy_from == len(row.ids)
+    bare = copy_row(tokenizer, rng, words, noise=0)  # no words around the span
+    (start, _), = bare.turns
+    span = tokenizer.decode(bare.ids[start:]).removesuffix("<|im_end|>")
+    assert tokenizer.decode(bare.ids[:start]) == f"<|im_start|>user\n`{span}`<|im_end|>\n<|im_start|>assistant\n"
 
 
 def test_fix_bug_finds_the_file_through_grep_so_every_name_is_copied_from_the_step_before():

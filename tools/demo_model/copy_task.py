@@ -26,13 +26,16 @@ def random_words(rng: random.Random, words: list[str], count: int) -> str:
     return text
 
 
-def copy_row(tokenizer, rng: random.Random, words: list[str]) -> Row:
-    """`... `span` ...` in a user turn, the span as the assistant's turn."""
+def copy_row(tokenizer, rng: random.Random, words: list[str], noise: int = 40) -> Row:
+    """`... `span` ...` in a user turn (up to `noise` random words either side; none: the
+    bare span), the span as the assistant's turn."""
     span = random_words(rng, words, rng.randint(1, 24))
-    before, after = random_words(rng, words, rng.randint(1, 40)), random_words(rng, words, rng.randint(1, 40))
+    user = f"`{span}`"
+    if noise:
+        user = f"{random_words(rng, words, rng.randint(1, noise))} {user} {random_words(rng, words, rng.randint(1, noise))}"
     # the markup written out: the chat template would add its default system turn, and a
     # copy row is short so that it is cheap
-    prompt = f"<|im_start|>user\n{before} `{span}` {after}<|im_end|>\n<|im_start|>assistant\n"
+    prompt = f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
     ids = tokenizer.encode(prompt, add_special_tokens=False)
     turn = tokenizer.encode(f"{span}<|im_end|>", add_special_tokens=False)
     return Row(ids + turn, [(len(ids), len(ids) + len(turn))], "copy")
