@@ -34,7 +34,8 @@ def copy_row(tokenizer, rng: random.Random, words: list[str], noise: int = 40) -
     span = random_words(rng, words, rng.randint(1, 24))
     user = f"`{span}`"
     if noise:
-        user = f"{random_words(rng, words, rng.randint(1, noise))} {user} {random_words(rng, words, rng.randint(1, noise))}"
+        before, after = (random_words(rng, words, rng.randint(1, noise)) for _ in range(2))
+        user = f"{before} {user} {after}"
     # the markup written out: the chat template would add its default system turn, and a
     # copy row is short so that it is cheap
     prompt = f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"

@@ -32,7 +32,13 @@ class Batch:
     targets: torch.Tensor  # [N] token ids at the noisy positions that are masked
     rows: torch.Tensor  # [N] their indices in the sequence
     noisy_from: int  # first position of the noisy stream
-    answers: torch.Tensor | None = None  # [A] clean positions inside assistant turns (two-stream only)
+    answers: torch.Tensor | None = None  # [A] clean positions (before noisy_from) inside assistant turns
+
+
+def answer_positions(row: Row, before: int) -> torch.Tensor:
+    """Positions of assistant-turn tokens that have a token before them and lie before `before`."""
+    return torch.tensor([t for start, end in row.turns for t in range(max(1, start), min(end, before))],
+                        dtype=torch.long)
 
 
 def turn_blocks(row: Row, filler: int) -> list[tuple[int, list[int]]]:
@@ -69,9 +75,8 @@ def two_stream(row: Row, mask_id: int, filler: int, rng: random.Random, copies: 
             pos += range(start, start + BLOCK)
             targets += [block[j] for j in hidden]
             where += [at + j for j in hidden]
-    answers = [t for start, end in row.turns for t in range(max(1, start), end)]
     return Batch(torch.tensor([ids]), torch.tensor([pos]), None, Layout.of(L, starts), torch.tensor(targets),
-                 torch.tensor(where), L, torch.tensor(answers))
+                 torch.tensor(where), L, answer_positions(row, L))
 
 
 def one_block(row: Row, mask_id: int, filler: int, rng: random.Random) -> Batch:
@@ -84,7 +89,8 @@ def one_block(row: Row, mask_id: int, filler: int, rng: random.Random) -> Batch:
     visible[start:, start:] = True
     mask = torch.zeros(T, T).masked_fill(~visible, torch.finfo(torch.float32).min)
     return Batch(torch.tensor([ids]), torch.arange(T)[None], mask[None, None], None,
-                 torch.tensor([block[j] for j in hidden]), torch.tensor([start + j for j in hidden]), start)
+                 torch.tensor([block[j] for j in hidden]), torch.tensor([start + j for j in hidden]), start,
+                 answer_positions(row, start))
 
 
 def balance_loss(router_logits, experts: int, top_k: int) -> torch.Tensor:
@@ -123,8 +129,8 @@ def step_loss(model, batch: Batch, aux_coef: float, ar_weight: float = 0.0,
     hidden = out.last_hidden_state[0, batch.rows]  # [N, H]
     logits = model.lm_head(hidden).float()  # [N, V]
     loss = F.cross_entropy(logits, batch.targets)
-    if ar_weight > 0:
-        targets = (torch.arange(1, batch.noisy_from) if ar_scope == "all" else batch.answers)  # [A]
+    targets = torch.arange(1, batch.noisy_from) if ar_scope == "all" else batch.answers  # [A]
+    if ar_weight > 0 and targets.numel():  # a hybrid's first block has no turn before it
         clean = out.last_hidden_state[0, targets - 1]  # [A, H]: each predicts the token after it
         ar_logits = model.lm_head(clean).float()  # [A, V]
         loss = loss + ar_weight * F.cross_entropy(ar_logits, batch.input_ids[0, targets])
