@@ -113,6 +113,16 @@ def forward(model, batch: Batch, **kwargs):
                        use_cache=False, **kwargs)
 
 
+def next_token_loss(model, hidden: torch.Tensor, batch: Batch, scope: str) -> torch.Tensor:
+    """Causal LM loss over the clean stream ([T, H] hidden): every token after the first, or
+    (scope "turns") the assistant turns' tokens only."""
+    targets = torch.arange(1, batch.noisy_from) if scope == "all" else batch.answers  # [A]
+    if not targets.numel():  # a hybrid's first block has no turn before it
+        return hidden.new_zeros(())
+    logits = model.lm_head(hidden[targets - 1]).float()  # [A, V]: each predicts the token after it
+    return F.cross_entropy(logits, batch.input_ids[0, targets])
+
+
 def step_loss(model, batch: Batch, aux_coef: float, ar_weight: float = 0.0,
               ar_scope: str = "all") -> tuple[torch.Tensor, float, int]:
     """Cross-entropy over the masked noisy positions; (loss, accuracy, count).
@@ -129,11 +139,8 @@ def step_loss(model, batch: Batch, aux_coef: float, ar_weight: float = 0.0,
     hidden = out.last_hidden_state[0, batch.rows]  # [N, H]
     logits = model.lm_head(hidden).float()  # [N, V]
     loss = F.cross_entropy(logits, batch.targets)
-    targets = torch.arange(1, batch.noisy_from) if ar_scope == "all" else batch.answers  # [A]
-    if ar_weight > 0 and targets.numel():  # a hybrid's first block has no turn before it
-        clean = out.last_hidden_state[0, targets - 1]  # [A, H]: each predicts the token after it
-        ar_logits = model.lm_head(clean).float()  # [A, V]
-        loss = loss + ar_weight * F.cross_entropy(ar_logits, batch.input_ids[0, targets])
+    if ar_weight > 0:
+        loss = loss + ar_weight * next_token_loss(model, out.last_hidden_state[0], batch, ar_scope)
     if moe and getattr(out, "router_logits", None):
         cfg = model.config.get_text_config()
         loss = loss + aux_coef * balance_loss(out.router_logits, cfg.num_experts, cfg.num_experts_per_tok)
