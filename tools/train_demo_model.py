@@ -212,7 +212,8 @@ def cmd_train(args) -> int:
             row = next_row()
             batch = (two_stream(row, mask_id, filler, rng, args.copies) if args.kind == "attention"
                      else one_block(row, mask_id, filler, rng))
-            loss, acc, _ = step_loss(model, batch, args.aux, args.ar_weight, args.ar_scope)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+                loss, acc, _ = step_loss(model, batch, args.aux, args.ar_weight, args.ar_scope)
             (loss / args.accum).backward()
             meter.add(loss.item(), acc, batch.input_ids.shape[1])
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -319,6 +320,9 @@ def main() -> int:
     t.add_argument("--split", choices=sorted(SPLITS), default="words",
                    help="how text is cut before BPE, for a run's new tokenizer (tools/demo_model/chat.py)")
     t.add_argument("--threads", type=int, default=2)
+    t.add_argument("--bf16", action="store_true",
+                   help="forward and backward under bfloat16 autocast (weights and optimizer stay float32); "
+                        "about 20%% more tokens/s where the CPU has AMX")
     t.add_argument("--log-every", type=int, default=10)
     t.add_argument("--save-minutes", type=float, default=5.0)
     sub.choices["export"].add_argument("--out", type=Path, default=DEFAULT_OUT)
