@@ -2,6 +2,7 @@
 
     python tools/train_demo_model.py data  --run RUN [--count 6000] [--heldout 150] [--workers 2] [--slip-rate 0.3]
     python tools/train_demo_model.py train --run RUN [--kind attention|hybrid] [--steps N] [--minutes M]
+                                           [--device cuda --batch-tokens 65536 --workers 12]
     python tools/train_demo_model.py eval  --run RUN [--limit 150] [--sessions FILE]
     python tools/train_demo_model.py probe --run RUN --model DIR [--limit 20] [--sessions FILE]
     python tools/train_demo_model.py export --run RUN [--out clover_code/models/clover-demo]
@@ -20,7 +21,9 @@ the checkpoint in fp16 with its tokenizer and chat template.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import glob
+import gzip
 import json
 import os
 import random
@@ -36,16 +39,25 @@ sys.path.insert(0, str(ROOT))
 DEFAULT_OUT = ROOT / "clover_code" / "models" / "clover-demo"
 
 
-def tool_schemas() -> list[dict]:
+def tool_schemas(run: Path | None = None) -> list[dict]:
+    """The tool schemas sessions are rendered with. A run keeps a copy (RUN/tools.json) so
+    that training needs none of clover-code's own dependencies (a GPU box may lack them)."""
+    saved = run / "tools.json" if run else None
+    if saved and saved.exists():
+        return json.loads(saved.read_text())
     from clover_code.tools import default_registry
 
-    return default_registry().schemas()
+    schemas = default_registry().schemas()
+    if saved:
+        saved.write_text(json.dumps(schemas))
+    return schemas
 
 
 def load_sessions(pattern: str) -> list[dict]:
+    """Sessions from every JSON-lines file the pattern matches (gzipped ones too)."""
     sessions = []
     for path in sorted(glob.glob(pattern)):
-        with open(path, encoding="utf-8") as fh:
+        with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as fh:
             sessions += [json.loads(line) for line in fh if line.strip()]
     return sessions
 
@@ -96,16 +108,19 @@ def build_config(kind: str, tokenizer, size: dict):
 
 
 SIZES = {"attention": dict(hidden=256, layers=4, heads=8, kv_heads=4, head_dim=32, experts=8, top_k=2, expert_ffn=256),
-         "hybrid": dict(hidden=256, layers=8, heads=8, kv_heads=4, head_dim=32, experts=8, top_k=2, expert_ffn=192)}
+         "hybrid": dict(hidden=256, layers=8, heads=8, kv_heads=4, head_dim=32, experts=8, top_k=2, expert_ffn=192),
+         # more attention (6 layers, wider) for the same 30 MB: 12.1M parameters, about 1.5x the compute per token
+         "attention-large": dict(hidden=320, layers=6, heads=8, kv_heads=4, head_dim=40, experts=8, top_k=2,
+                                 expert_ffn=192)}
 
 
-def build_model(kind: str, tokenizer, seed: int):
+def build_model(kind: str, tokenizer, seed: int, size: str = "default"):
     import torch
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(build_config(kind, tokenizer, SIZES[kind]))
-    return model
+    shape = SIZES[kind if size == "default" else f"{kind}-{size}"]
+    return AutoModelForCausalLM.from_config(build_config(kind, tokenizer, shape))
 
 
 def tokenizer_and_rows(run: Path, vocab: int, init_from: Path | None = None, split: str = "words"):
@@ -116,7 +131,7 @@ def tokenizer_and_rows(run: Path, vocab: int, init_from: Path | None = None, spl
 
     from tools.demo_model.chat import check_row, render, session_row, train_tokenizer
 
-    tools = tool_schemas()
+    tools = tool_schemas(run)
     sessions = load_sessions(str(run / "data" / "train.jsonl*"))
     tok_dir = run / "tokenizer"
     if init_from is not None and not (tok_dir / "tokenizer.json").exists():
@@ -149,73 +164,69 @@ def tokenizer_and_rows(run: Path, vocab: int, init_from: Path | None = None, spl
 def cmd_train(args) -> int:
     import torch
 
-    from tools.demo_model.chat import session_row
-    from tools.demo_model.copy_task import copy_row
-    from tools.demo_model.rename import renamed, vocabulary_words
-    from tools.demo_model.train import Meter, lr_at, one_block, step_loss, two_stream
+    from tools.demo_model.mix import Rates, RowSource
+    from tools.demo_model.plan import Plan
+    from tools.demo_model.rename import vocabulary_words
+    from tools.demo_model.train import Meter, lr_at, step_loss
 
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
     run = args.run
     tokenizer, sessions, rows = tokenizer_and_rows(run, args.vocab, args.init_from, args.split)
-    tools = tool_schemas()
     state_path = run / f"state-{args.kind}.pt"
-    model = build_model(args.kind, tokenizer, args.seed)
-    if args.init_from and not state_path.exists():  # continue from a shipped checkpoint's weights
-        from transformers import AutoModelForCausalLM
-
-        model.load_state_dict(AutoModelForCausalLM.from_pretrained(args.init_from, dtype=torch.float32).state_dict())
-        print(f"weights from {args.init_from}", flush=True)
+    model, state = model_and_state(args, tokenizer, state_path)
+    step, rng = (state["step"], state["rng"]) if state else (0, random.Random(args.seed))
     params = sum(p.numel() for p in model.parameters())
+    print(f"{args.kind}: {params / 1e6:.2f}M parameters, {len(rows)} sessions, vocab {len(tokenizer)}, "
+          f"on {device}", flush=True)
+    if args.steps is None and state:
+        raise SystemExit("--steps auto fits a fresh run to --minutes; a resumed run needs a step count")
+    rates = Rates(args.drill_rate, args.rename_rate, args.prefix_rate, args.copy_rate, args.copy_noise)
+    drills = load_sessions(f"{args.drills}*") if args.drills else []  # the file, or its shards FILE.0, FILE.1
+    if args.drills and not drills:
+        raise SystemExit(f"--drills {args.drills}: no sessions there")
+    source = RowSource(tokenizer, tool_schemas(run), sessions, rows, drills, vocabulary_words(tokenizer), rates)
+    plan = Plan(args.steps, args.phase)
+    phase = plan.phase_at(step)
+    if phase:
+        source.rates = dataclasses.replace(rates, drill=phase.drill, rename=phase.rename)
+        print(f"step {step}: drills {phase.drill:g}, renamed {phase.rename:g}", flush=True)
+    next_batch = batches(args, source, rng, step)  # before CUDA starts: data workers fork from this process
+    model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
-    step, rng = 0, random.Random(args.seed)
-    if state_path.exists():
-        state = torch.load(state_path, weights_only=False)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["opt"])
-        step, rng = state["step"], state["rng"]
-        print(f"resumed at step {step}", flush=True)
-    print(f"{args.kind}: {params / 1e6:.2f}M parameters, {len(rows)} sessions, vocab {len(tokenizer)}", flush=True)
-    mask_id, filler = tokenizer.mask_token_id, tokenizer.pad_token_id
-    words = vocabulary_words(tokenizer)
-    drills = load_sessions(str(args.drills)) if args.drills else []
+    if state:
+        opt.load_state_dict(state["opt"])  # its tensors follow the parameters' device
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
 
-    def save():
+    def save(path=state_path):
         torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "rng": rng,
-                    "kind": args.kind}, str(state_path) + ".tmp")
-        os.replace(str(state_path) + ".tmp", state_path)
+                    "kind": args.kind, "size": args.size}, str(path) + ".tmp")
+        os.replace(str(path) + ".tmp", path)
 
-    def next_row():
-        """One training sequence: a bare copy row, a drill or a session (renamed or not), maybe cut short."""
-        if rng.random() < args.copy_rate:
-            row = copy_row(tokenizer, rng, words, args.copy_noise)
-        elif drills and rng.random() < args.drill_rate:  # tokenized here: drills are short
-            drill = rng.choice(drills)
-            row = session_row(tokenizer, renamed(drill, rng, words) if rng.random() < args.rename_rate else drill, tools)
-        elif rng.random() < args.rename_rate:
-            row = session_row(tokenizer, renamed(rng.choice(sessions), rng, words), tools)
-        else:
-            row = rng.choice(rows)
-        if rng.random() < args.prefix_rate:
-            row = row.prefix(rng.randint(1, len(row.turns)))
-        return row
-
-    meter, deadline, last_save = Meter(), time.time() + args.minutes * 60, time.time()
+    meter, began, last_save = Meter(), time.time(), time.time()
+    deadline = began + args.minutes * 60
     model.train()
-    last = min(args.steps, args.stop_at or args.steps)
-    while step < last and time.time() < deadline and not stop["now"]:
+    while not stop["now"] and time.time() < deadline and (plan.steps is None or step < (args.stop_at or plan.steps)):
+        if plan.steps is None and step == args.warmup:
+            print(f"{plan.fit(step, (time.time() - began) / step, deadline - time.time())} steps fit "
+                  f"in --minutes {args.minutes:g}", flush=True)
+        if plan.phase_at(step) != phase:
+            if phase is not None:  # the end of a phase: keep its weights
+                save(run / f"state-{args.kind}-{step}.pt")
+            phase = plan.phase_at(step)
+            source.rates = dataclasses.replace(rates, drill=phase.drill, rename=phase.rename)
+            print(f"step {step}: drills {phase.drill:g}, renamed {phase.rename:g}", flush=True)
+            next_batch = batches(args, source, rng, step)
         for group in opt.param_groups:
-            group["lr"] = lr_at(step, args.steps, args.lr, args.warmup)
+            group["lr"] = lr_at(step, plan.steps or args.warmup, args.lr, args.warmup)
         opt.zero_grad(set_to_none=True)
         for _ in range(args.accum):
-            row = next_row()
-            batch = (two_stream(row, mask_id, filler, rng, args.copies) if args.kind == "attention"
-                     else one_block(row, mask_id, filler, rng))
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            batch = next_batch().to(device, non_blocking=True)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
                 loss, acc, _ = step_loss(model, batch, args.aux, args.ar_weight, args.ar_scope)
             (loss / args.accum).backward()
-            meter.add(loss.item(), acc, batch.input_ids.shape[1])
+            meter.add(loss.item(), acc, batch.tokens)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         step += 1
@@ -230,15 +241,61 @@ def cmd_train(args) -> int:
     return 0
 
 
+def model_and_state(args, tokenizer, state_path: Path):
+    """The model on the CPU, from the run's saved state (returned too) if there is one, else
+    from --init-from's weights or freshly initialised."""
+    import torch
+
+    if f"{args.kind}-{args.size}" not in SIZES and args.size != "default":
+        raise SystemExit(f"no {args.size} size of a {args.kind} model")
+    model = build_model(args.kind, tokenizer, args.seed, args.size)
+    if state_path.exists():
+        state = torch.load(state_path, weights_only=False, map_location="cpu")
+        model.load_state_dict(state["model"])
+        print(f"resumed at step {state['step']}", flush=True)
+        return model, state
+    if args.init_from:  # continue from a shipped checkpoint's weights
+        from transformers import AutoModelForCausalLM
+
+        model.load_state_dict(AutoModelForCausalLM.from_pretrained(args.init_from, dtype=torch.float32).state_dict())
+        print(f"weights from {args.init_from}", flush=True)
+    return model, None
+
+
+def batches(args, source, rng: random.Random, step: int):
+    """The batch maker: one row at a time from the run's generator (its state is saved
+    with the run), or, with --batch-tokens, rows packed into padded batches by
+    --workers processes (their generators seeded by the run's seed and this step)."""
+    import torch
+
+    from tools.demo_model.mix import PackedBatches
+    from tools.demo_model.train import one_block, two_stream
+
+    tokenizer = source.tokenizer
+    if not args.batch_tokens:
+        def one():
+            row = source.next_row(rng)
+            if args.kind == "attention":
+                return two_stream(row, tokenizer.mask_token_id, tokenizer.pad_token_id, rng, args.copies)
+            return one_block(row, tokenizer.mask_token_id, tokenizer.pad_token_id, rng)
+        return one
+    if args.kind != "attention":
+        raise SystemExit("--batch-tokens packs two-stream rows: attention models only")
+    packed = PackedBatches(source, f"{args.seed}/{step}", args.batch_tokens, args.copies)
+    loader = torch.utils.data.DataLoader(packed, batch_size=None, num_workers=args.workers,
+                                         prefetch_factor=8 if args.workers else None)
+    return iter(loader).__next__
+
+
 # -- export ----------------------------------------------------------------------------------
 
 def cmd_export(args) -> int:
     import torch
     from transformers import AutoTokenizer
 
-    state = torch.load(args.run / f"state-{args.kind}.pt", weights_only=False)
+    state = torch.load(args.state or args.run / f"state-{args.kind}.pt", weights_only=False, map_location="cpu")
     tokenizer = AutoTokenizer.from_pretrained(args.run / "tokenizer")
-    model = build_model(args.kind, tokenizer, 0)
+    model = build_model(args.kind, tokenizer, 0, state.get("size", "default"))
     model.load_state_dict(state["model"])
     model = model.to(torch.float16)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -277,6 +334,7 @@ def cmd_probe(args) -> int:
 
 def main() -> int:
     from tools.demo_model.chat import SPLITS
+    from tools.demo_model.plan import Phase, parse_steps
     from tools.demo_model.sessions import SLIP_RATE
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -292,7 +350,8 @@ def main() -> int:
                                      help="share of sessions with one slip and its recovery (tools/demo_model/sessions.py)")
     sub.choices["data"].add_argument("--workers", type=int, default=2)
     t = sub.choices["train"]
-    t.add_argument("--steps", type=int, default=4000)
+    t.add_argument("--steps", type=parse_steps, default=4000,
+                   help="length of the schedule, or auto: fitted to --minutes after the warmup (a fresh run)")
     t.add_argument("--stop-at", type=int, help="stop (and save) after this step; the schedule still spans --steps")
     t.add_argument("--init-from", type=Path, help="start from this exported checkpoint's weights and tokenizer "
                    "(to continue training the shipped model in a later session)")
@@ -311,11 +370,16 @@ def main() -> int:
                    help="next-token targets: every token, or only the assistant turns' tokens")
     t.add_argument("--drills", type=Path, help="copy drill sessions (tools/demo_model/drills.py) to mix in")
     t.add_argument("--drill-rate", type=float, default=0.5, help="share of the sequences drawn from --drills")
+    t.add_argument("--phase", type=Phase.parse, action="append", default=[],
+                   help="FRACTION:DRILL_RATE:RENAME_RATE: from that fraction of the steps on, these rates "
+                        "(repeatable; each phase's last weights are kept as RUN/state-KIND-STEP.pt)")
     t.add_argument("--copy-rate", type=float, default=0.0,
                    help="share of the sequences that are bare copy rows (tools/demo_model/copy_task.py)")
     t.add_argument("--copy-noise", type=int, default=40,
                    help="most random words either side of a copy row's span (0: the bare span)")
     t.add_argument("--aux", type=float, default=0.01, help="MoE load-balancing loss weight")
+    t.add_argument("--size", choices=("default", "large"), default="default",
+                   help="the model's shape (SIZES; large: attention only, 6 layers, 12M parameters)")
     t.add_argument("--vocab", type=int, default=4096)
     t.add_argument("--split", choices=sorted(SPLITS), default="words",
                    help="how text is cut before BPE, for a run's new tokenizer (tools/demo_model/chat.py)")
@@ -323,9 +387,16 @@ def main() -> int:
     t.add_argument("--bf16", action="store_true",
                    help="forward and backward under bfloat16 autocast (weights and optimizer stay float32); "
                         "about 20%% more tokens/s where the CPU has AMX")
+    t.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU box (with --batch-tokens)")
+    t.add_argument("--batch-tokens", type=int, default=0,
+                   help="pack rows into padded batches of about this many tokens (a GPU's way); "
+                        "0: one row per forward pass")
+    t.add_argument("--workers", type=int, default=0, help="processes that make the packed batches")
     t.add_argument("--log-every", type=int, default=10)
     t.add_argument("--save-minutes", type=float, default=5.0)
     sub.choices["export"].add_argument("--out", type=Path, default=DEFAULT_OUT)
+    sub.choices["export"].add_argument("--state", type=Path,
+                                       help="a saved state to export (default: RUN/state-KIND.pt, the latest)")
     e = sub.choices["eval"]
     e.add_argument("--model", type=Path, default=DEFAULT_OUT)
     e.add_argument("--limit", type=int, default=150)

@@ -294,3 +294,60 @@ def test_renaming_depends_only_on_the_seed_not_on_the_interpreters_hash_seed(tmp
     runs = {subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": str(h)}).stdout for h in (1, 2, 3)}
     assert len(runs) == 1
+
+
+def test_packed_rows_compute_exactly_what_each_row_computes_alone():
+    from tools.demo_model.train import pack
+
+    tokenizer, row, model, _ = tiny_two_stream_setup()
+    rng, pad = random.Random(1), tokenizer.pad_token_id
+    parts = [two_stream(r, tokenizer.mask_token_id, pad, rng, 2) for r in (row.prefix(1), row, row.prefix(2))]
+    packed = pack(parts, pad)
+    assert packed.input_ids.shape[0] == 3 and packed.tokens == sum(p.tokens for p in parts)
+    assert torch.equal(packed.targets, torch.cat([p.targets for p in parts]))
+    with torch.no_grad():
+        every = forward(model, packed).last_hidden_state.flatten(0, 1)  # [3 * T, H]
+        alone = [forward(model, p).last_hidden_state.flatten(0, 1) for p in parts]
+        for field, back in (("rows", 0), ("clean", 1), ("answers", 1)):  # noisy targets, both next-token scopes
+            got = model.lm_head(every[getattr(packed, field) - back])
+            want = torch.cat([model.lm_head(h[getattr(p, field) - back]) for h, p in zip(alone, parts)])
+            assert torch.allclose(got, want, atol=1e-4), (field, (got - want).abs().max())
+        assert torch.equal(packed.input_ids.flatten()[packed.clean],
+                           torch.cat([p.input_ids.flatten()[p.clean] for p in parts]))
+        loss, _, count = step_loss(model, packed, 0.0, ar_weight=0.5)
+    assert count == packed.targets.numel() and torch.isfinite(loss)
+
+
+def test_rows_are_grouped_by_size_within_the_token_budget():
+    from tools.demo_model.mix import group_by_size, padded_size
+
+    tokenizer, row, _, _ = tiny_two_stream_setup()
+    rng = random.Random(2)
+    parts = [two_stream(row.prefix(rng.randint(1, len(row.turns))), tokenizer.mask_token_id,
+                        tokenizer.pad_token_id, rng, 1) for _ in range(24)]
+    budget = 3 * max(padded_size([p]) for p in parts)
+    groups = group_by_size(parts, budget)
+    assert sorted(id(p) for g in groups for p in g) == sorted(id(p) for p in parts)
+    assert all(len(g) * padded_size(g) <= budget for g in groups)
+    assert len(groups) < len(parts)  # rows do share batches
+
+
+def test_a_plan_fits_its_length_to_the_time_left_and_starts_phases_at_fractions_of_it():
+    import argparse
+
+    import pytest
+
+    from tools.demo_model.plan import Phase, Plan, parse_steps
+
+    plan = Plan(parse_steps("auto"), [Phase.parse("0.8:0.3:0.5"), Phase.parse("0:0.3:0.5"), Phase.parse("0.5:0.9:0.7")])
+    assert plan.phase_at(0) == Phase(0.0, 0.3, 0.5) and plan.phase_at(10_000) == Phase(0.0, 0.3, 0.5)  # length unknown
+    assert plan.fit(100, seconds_per_step=0.05, seconds_left=500.0) == 100 + 9600
+    assert plan.phase_at(4849) == Phase(0.0, 0.3, 0.5)
+    assert plan.phase_at(4850) == Phase(0.5, 0.9, 0.7) and plan.phase_at(7759) == Phase(0.5, 0.9, 0.7)
+    assert plan.phase_at(7760) == Phase(0.8, 0.3, 0.5)
+    assert Plan(1000, [Phase.parse("0.5:1:1")]).phase_at(499) is None
+    for bad in ("0.5:0.9", "half:0.9:0.7", "0.5:1.5:0.7"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            Phase.parse(bad)
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_steps("many")

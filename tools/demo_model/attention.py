@@ -12,6 +12,7 @@ against the engine's denoiser.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -25,17 +26,34 @@ BLOCK = 32
 
 @dataclass
 class Layout:
+    """Where the noisy blocks sit and what each noisy query sees: the clean keys before
+    `prefix` and the 32 keys of its own block from `own`. Kept as two small tensors (the
+    [B, 1, N, T] mask is built where it is used, once per forward): packed batches travel
+    from data workers to the GPU, and their masks would be hundreds of MB each."""
+
     clean: int  # L: length of the clean stream
-    noisy_mask: torch.Tensor  # [N, T] bool: which keys each noisy query sees
+    prefix: torch.Tensor  # [B, N]: each noisy query sees the clean keys before this
+    own: torch.Tensor  # [B, N]: and the block of keys starting here (its own block)
+    total: int  # T: sequence length, clean and noisy
 
     @classmethod
     def of(cls, clean: int, block_starts: list[int]) -> "Layout":
         """The layout of a clean stream followed by one noisy block per start (its position)."""
         N = len(block_starts) * BLOCK
-        keys = torch.arange(clean + N)  # [T]
-        prefix = torch.tensor(block_starts).repeat_interleave(BLOCK)[:, None]  # [N, 1]
-        own = (clean + torch.arange(N) // BLOCK * BLOCK)[:, None]  # [N, 1]: where the query's block begins
-        return cls(clean, (keys < prefix) | ((keys >= own) & (keys < own + BLOCK)))
+        prefix = torch.tensor(block_starts, dtype=torch.long).repeat_interleave(BLOCK)[None]  # [1, N]
+        own = (clean + torch.arange(N) // BLOCK * BLOCK)[None]  # [1, N]
+        return cls(clean, prefix, own, clean + N)
+
+    def to(self, device, non_blocking: bool = False) -> "Layout":
+        return Layout(self.clean, self.prefix.to(device, non_blocking=non_blocking),
+                      self.own.to(device, non_blocking=non_blocking), self.total)
+
+    @functools.cached_property
+    def noisy_mask(self) -> torch.Tensor:
+        """[B, 1, N, T] bool: which keys each noisy query sees."""
+        keys = torch.arange(self.total, device=self.prefix.device)  # [T]
+        prefix, own = self.prefix[:, None, :, None], self.own[:, None, :, None]  # [B, 1, N, 1]
+        return (keys < prefix) | ((keys >= own) & (keys < own + BLOCK))
 
 
 def two_stream_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0,
@@ -47,6 +65,10 @@ def two_stream_attention(module, query, key, value, attention_mask, scaling=None
     L = two_stream.clean
     clean = F.scaled_dot_product_attention(query[:, :, :L], key[:, :, :L], value[:, :, :L], is_causal=True,
                                            scale=scaling, enable_gqa=True)  # [B, H, L, D]
+    if query.is_cuda:  # CUDA's kernel for masked attention takes no grouped KV heads: without this, SDPA
+        # falls back to the math kernel and materializes [B, H, N, T] scores
+        groups = query.shape[1] // key.shape[1]
+        key, value = key.repeat_interleave(groups, dim=1), value.repeat_interleave(groups, dim=1)
     noisy = F.scaled_dot_product_attention(query[:, :, L:], key, value, attn_mask=two_stream.noisy_mask,
                                            scale=scaling, enable_gqa=True)  # [B, H, N, D]
     return torch.cat([clean, noisy], dim=2).transpose(1, 2).contiguous(), None

@@ -11,6 +11,7 @@ train one block per sequence.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import time
@@ -25,14 +26,26 @@ from tools.demo_model.chat import Row
 
 @dataclass
 class Batch:
-    input_ids: torch.Tensor  # [1, T]
-    position_ids: torch.Tensor  # [1, T]
+    """One sequence (B = 1) or several packed side by side (`pack`). Positions are flat
+    indices into the [B * T] tokens, so one gather serves either."""
+
+    input_ids: torch.Tensor  # [B, T]
+    position_ids: torch.Tensor  # [B, T]
     mask: torch.Tensor | None  # [1, 1, T, T] additive (one_block)
     layout: Layout | None  # or the two-stream layout (tools/demo_model/attention.py)
     targets: torch.Tensor  # [N] token ids at the noisy positions that are masked
-    rows: torch.Tensor  # [N] their indices in the sequence
-    noisy_from: int  # first position of the noisy stream
-    answers: torch.Tensor | None = None  # [A] clean positions (before noisy_from) inside assistant turns
+    rows: torch.Tensor  # [N] their flat positions
+    noisy_from: int  # first position of the noisy stream (in every row)
+    answers: torch.Tensor | None = None  # [A] flat clean positions inside assistant turns
+    clean: torch.Tensor | None = None  # [C] flat clean positions that have a token before them
+    tokens: int = 0  # real (unpadded) sequence tokens
+
+    def to(self, device, non_blocking: bool = False) -> "Batch":
+        moved = {f.name: getattr(self, f.name).to(device, non_blocking=non_blocking)
+                 for f in dataclasses.fields(self) if isinstance(getattr(self, f.name), torch.Tensor)}
+        if self.layout is not None:
+            moved["layout"] = self.layout.to(device, non_blocking)
+        return dataclasses.replace(self, **moved)
 
 
 def answer_positions(row: Row, before: int) -> torch.Tensor:
@@ -76,7 +89,32 @@ def two_stream(row: Row, mask_id: int, filler: int, rng: random.Random, copies: 
             targets += [block[j] for j in hidden]
             where += [at + j for j in hidden]
     return Batch(torch.tensor([ids]), torch.tensor([pos]), None, Layout.of(L, starts), torch.tensor(targets),
-                 torch.tensor(where), L, answer_positions(row, L))
+                 torch.tensor(where), L, answer_positions(row, L), torch.arange(1, L), len(ids))
+
+
+def pack(parts: list[Batch], filler: int) -> Batch:
+    """Several rows' two-stream batches as one padded batch [B, L + N]: every row's clean
+    stream from 0, its noisy blocks from L (the longest clean stream, rounded up to a
+    block so the mask's rows stay aligned for the GPU kernels). No real query sees a
+    padded key, and padding is never a target."""
+    L = -(-max(p.noisy_from for p in parts) // BLOCK) * BLOCK
+    N = max(p.input_ids.shape[1] - p.noisy_from for p in parts)
+    B, T = len(parts), L + N
+    ids = torch.full((B, T), filler, dtype=torch.long)
+    pos = torch.zeros((B, T), dtype=torch.long)
+    prefix = torch.ones((B, N), dtype=torch.long)  # a padded query sees the first key (none at all gives NaN)
+    own = torch.full((B, N), T, dtype=torch.long)  # and no block
+    rows, answers, clean = [], [], []
+    for b, p in enumerate(parts):
+        l, n = p.noisy_from, p.input_ids.shape[1] - p.noisy_from
+        for dst, src in ((ids, p.input_ids), (pos, p.position_ids)):
+            dst[b, :l], dst[b, L:L + n] = src[0, :l], src[0, l:]
+        prefix[b, :n], own[b, :n] = p.layout.prefix[0], p.layout.own[0] - l + L
+        rows.append(b * T + torch.where(p.rows >= l, p.rows - l + L, p.rows))
+        answers.append(b * T + p.answers)
+        clean.append(b * T + p.clean)
+    return Batch(ids, pos, None, Layout(L, prefix, own, T), torch.cat([p.targets for p in parts]),
+                 torch.cat(rows), L, torch.cat(answers), torch.cat(clean), sum(p.tokens for p in parts))
 
 
 def one_block(row: Row, mask_id: int, filler: int, rng: random.Random) -> Batch:
@@ -90,7 +128,7 @@ def one_block(row: Row, mask_id: int, filler: int, rng: random.Random) -> Batch:
     mask = torch.zeros(T, T).masked_fill(~visible, torch.finfo(torch.float32).min)
     return Batch(torch.tensor([ids]), torch.arange(T)[None], mask[None, None], None,
                  torch.tensor([block[j] for j in hidden]), torch.tensor([start + j for j in hidden]), start,
-                 answer_positions(row, start))
+                 answer_positions(row, start), torch.arange(1, start), T)
 
 
 def balance_loss(router_logits, experts: int, top_k: int) -> torch.Tensor:
@@ -114,13 +152,13 @@ def forward(model, batch: Batch, **kwargs):
 
 
 def next_token_loss(model, hidden: torch.Tensor, batch: Batch, scope: str) -> torch.Tensor:
-    """Causal LM loss over the clean stream ([T, H] hidden): every token after the first, or
-    (scope "turns") the assistant turns' tokens only."""
-    targets = torch.arange(1, batch.noisy_from) if scope == "all" else batch.answers  # [A]
+    """Causal LM loss over the clean stream ([B * T, H] hidden): every token after the
+    first, or (scope "turns") the assistant turns' tokens only."""
+    targets = batch.clean if scope == "all" else batch.answers  # [A] flat positions
     if not targets.numel():  # a hybrid's first block has no turn before it
         return hidden.new_zeros(())
     logits = model.lm_head(hidden[targets - 1]).float()  # [A, V]: each predicts the token after it
-    return F.cross_entropy(logits, batch.input_ids[0, targets])
+    return F.cross_entropy(logits, batch.input_ids.flatten()[targets])
 
 
 def step_loss(model, batch: Batch, aux_coef: float, ar_weight: float = 0.0,
@@ -136,11 +174,11 @@ def step_loss(model, batch: Batch, aux_coef: float, ar_weight: float = 0.0,
     appear, and their loss would outweigh the calls that copy them."""
     moe = aux_coef > 0 and hasattr(model.config.get_text_config(), "num_experts")
     out = forward(model, batch, output_router_logits=moe)
-    hidden = out.last_hidden_state[0, batch.rows]  # [N, H]
-    logits = model.lm_head(hidden).float()  # [N, V]
+    every = out.last_hidden_state.flatten(0, 1)  # [B * T, H]
+    logits = model.lm_head(every[batch.rows]).float()  # [N, V]
     loss = F.cross_entropy(logits, batch.targets)
     if ar_weight > 0:
-        loss = loss + ar_weight * next_token_loss(model, out.last_hidden_state[0], batch, ar_scope)
+        loss = loss + ar_weight * next_token_loss(model, every, batch, ar_scope)
     if moe and getattr(out, "router_logits", None):
         cfg = model.config.get_text_config()
         loss = loss + aux_coef * balance_loss(out.router_logits, cfg.num_experts, cfg.num_experts_per_tok)
@@ -175,4 +213,5 @@ class Meter:
     def line(self) -> str:
         n = max(1, self.n)
         secs = time.perf_counter() - self.start
-        return f"loss {self.loss / n:.3f} acc {self.acc / n:.3f} seq-tokens/s {self.tokens / secs:.0f}"
+        return (f"loss {self.loss / n:.3f} acc {self.acc / n:.3f} seq-tokens/s {self.tokens / secs:.0f} "
+                f"batches/s {self.n / secs:.2f}")

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The demo checkpoint trained on a lent GPU (issue 7) in one call of the device tool:
+# minutes of an H200 are worth many hours of these 2 cores.
+#
+# 1. Here, on the CPU (about 25 minutes: every session runs the real tools):
+#      bash tools/train_demo_gpu.sh prepare
+#    makes .gpu-run/: sessions and copy drills (gzipped), the tokenizer, the tokenized rows
+#    and the tool schemas, so the GPU box needs none of clover-code's own dependencies.
+# 2. One device call, carrying .gpu-run, timeout_s about 60 s above MINUTES:
+#      bash tools/train_demo_gpu.sh train MINUTES
+#    trains two runs side by side from scratch (an 8M model leaves the GPU room for both, a
+#    data worker per core feeds them): A, the shipped shape, and B, the large one (SIZES).
+#    Each schedule is fitted to MINUTES after its warmup, with a stretch of heavy copy
+#    drills (run H's recipe). Their fp16 exports come back through $OUT, files over the
+#    tool's 16 MiB cut in parts.
+# 3. Here again:
+#      bash tools/train_demo_gpu.sh unpack DIR     # DIR: where the tool put $OUT's files
+#    puts the checkpoints together in .gpu-run/out/{a,a-drills,b}, ready for
+#    `python tools/train_demo_model.py eval --run .gpu-run --model .gpu-run/out/a` and make demo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUN=.gpu-run
+
+prepare() {
+  local py=${PY:-.venv/bin/python} count=${COUNT:-6000}
+  local gen="$py -m tools.demo_model.sessions"
+  mkdir -p $RUN/data
+  [ -e $RUN/data/heldout.jsonl ] || $gen $RUN/data/heldout.jsonl --count 150 --seed 10000000 --slip-rate 0
+  [ -e $RUN/drills-heldout.jsonl ] || \
+    $gen $RUN/drills-heldout.jsonl --count 60 --seed 70000000 --family edit-line --slip-rate 0
+  compgen -G "$RUN/data/train.jsonl*" >/dev/null || \
+    $gen $RUN/data/train.jsonl --count "$count" --seed 0 --workers 2 --slip-rate 0.3
+  compgen -G "$RUN/drills.jsonl*" >/dev/null || \
+    $gen $RUN/drills.jsonl --count 4000 --seed 60000000 --family edit-line --slip-rate 0.2 --workers 2
+  for f in $RUN/data/train.jsonl* $RUN/drills.jsonl*; do [[ $f == *.gz ]] || gzip -f "$f"; done
+  $py tools/train_demo_model.py train --run $RUN --steps 0  # the tokenizer, the rows, tools.json
+  rm -f $RUN/state-*.pt
+  du -sh $RUN
+}
+
+train() {
+  local minutes=${1:?minutes of training} py=${PY:-python3} device=${DEVICE:-cuda}
+  local out=${OUT:?the device tool sets OUT}
+  export PYTHONUNBUFFERED=1
+  $py -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__,
+          'cuda', torch.cuda.is_available() and torch.cuda.get_device_name())"
+  local flags=(--device "$device" --bf16 --batch-tokens "${BATCH_TOKENS:-65536}" --workers "${WORKERS:-6}"
+               --accum 1 --threads 1 --steps auto --minutes "$minutes" --lr 3e-3 --warmup "${WARMUP:-100}" --copies 2
+               --ar-weight 0.5 --prefix-rate 0.5 --drills $RUN/drills.jsonl
+               --phase 0:0.3:0.5 --phase 0.5:0.85:0.7 --phase 0.8:0.35:0.5
+               --log-every "${LOG_EVERY:-100}" --save-minutes 1000)
+  for name in a b; do
+    rm -rf /tmp/run-$name && mkdir -p /tmp/run-$name
+    cp -r $RUN/tokenizer $RUN/tools.json $RUN/rows-*.pt /tmp/run-$name/
+    ln -s "$PWD/$RUN/data" /tmp/run-$name/data
+  done
+  $py tools/train_demo_model.py train --run /tmp/run-a "${flags[@]}" >"$out/a.log" 2>&1 &
+  $py tools/train_demo_model.py train --run /tmp/run-b --size large "${flags[@]}" >"$out/b.log" 2>&1 &
+  wait
+  tail -n 4 "$out/a.log" "$out/b.log"
+  $py tools/train_demo_model.py export --run /tmp/run-a --out /tmp/out/a
+  $py tools/train_demo_model.py export --run /tmp/run-b --out /tmp/out/b
+  # the end of A's heavy-drill phase, in case the last phase undoes what it taught
+  local drills=$(ls /tmp/run-a/state-attention-*.pt 2>/dev/null | sort -V | tail -n 1)
+  [ -z "$drills" ] || $py tools/train_demo_model.py export --run /tmp/run-a --state "$drills" --out /tmp/out/a-drills
+  for name in a a-drills b; do
+    [ -d /tmp/out/$name ] || continue
+    split -b 16770000 -d /tmp/out/$name/model.safetensors "$out/$name.safetensors.part"
+    rm /tmp/out/$name/model.safetensors
+  done
+  tar -czf "$out/configs.tgz" -C /tmp/out .
+  ls -la "$out"
+}
+
+unpack() {
+  local from=${1:?the folder holding the device run\'s files}
+  rm -rf $RUN/out && mkdir -p $RUN/out
+  tar -xzf "$from/configs.tgz" -C $RUN/out
+  for name in a a-drills b; do
+    compgen -G "$from/$name.safetensors.part*" >/dev/null || continue
+    cat "$from/$name".safetensors.part* >$RUN/out/$name/model.safetensors
+  done
+  cp "$from"/*.log $RUN/out/ 2>/dev/null || true
+  ls $RUN/out
+}
+
+case "${1:-}" in
+  prepare) prepare ;;
+  train) shift; train "$@" ;;
+  unpack) shift; unpack "$@" ;;
+  *) sed -n '2,20p' "$0"; exit 2 ;;
+esac
