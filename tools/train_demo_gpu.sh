@@ -15,11 +15,15 @@
 #    tool's 16 MiB cut in parts.
 # 3. Here again:
 #      bash tools/train_demo_gpu.sh unpack DIR     # DIR: where the tool put $OUT's files
-#    puts the checkpoints together in .gpu-run/out/{a,a-drills,b}, ready for
-#    `python tools/train_demo_model.py eval --run .gpu-run --model .gpu-run/out/a` and make demo.
+#    puts the checkpoints together in .gpu-out/{a,a-drills,b}, and
+#      bash tools/train_demo_gpu.sh judge .gpu-out/a .gpu-out/b ...
+#    scores each (60 held-out sessions, the copy probe on held-out drills, the three demo
+#    tasks end to end; about 10 minutes a model on these cores) to pick the one to ship:
+#    `python tools/train_demo_model.py export`'s folder, copied to clover_code/models/clover-demo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=.gpu-run
+OUTDIR=.gpu-out  # what comes back; kept out of .gpu-run, which travels
 
 prepare() {
   local py=${PY:-.venv/bin/python} count=${COUNT:-6000}
@@ -42,10 +46,11 @@ train() {
   local minutes=${1:?minutes of training} py=${PY:-python3} device=${DEVICE:-cuda}
   local out=${OUT:?the device tool sets OUT}
   export PYTHONUNBUFFERED=1
+  ulimit -n 65536 2>/dev/null || true  # batches cross from the data workers as shared-memory file descriptors
   $py -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__,
           'cuda', torch.cuda.is_available() and torch.cuda.get_device_name())"
   local flags=(--device "$device" --bf16 --batch-tokens "${BATCH_TOKENS:-65536}" --workers "${WORKERS:-6}"
-               --accum 1 --threads 1 --steps auto --minutes "$minutes" --lr 3e-3 --warmup "${WARMUP:-100}" --copies 2
+               --accum 1 --threads 1 --steps auto --minutes "$minutes" --warmup "${WARMUP:-100}" --copies 2
                --ar-weight 0.5 --prefix-rate 0.5 --drills $RUN/drills.jsonl
                --phase 0:0.3:0.5 --phase 0.5:0.85:0.7 --phase 0.8:0.35:0.5
                --log-every "${LOG_EVERY:-100}" --save-minutes 1000)
@@ -54,8 +59,8 @@ train() {
     cp -r $RUN/tokenizer $RUN/tools.json $RUN/rows-*.pt /tmp/run-$name/
     ln -s "$PWD/$RUN/data" /tmp/run-$name/data
   done
-  $py tools/train_demo_model.py train --run /tmp/run-a "${flags[@]}" >"$out/a.log" 2>&1 &
-  $py tools/train_demo_model.py train --run /tmp/run-b --size large "${flags[@]}" >"$out/b.log" 2>&1 &
+  $py tools/train_demo_model.py train --run /tmp/run-a --lr 3e-3 "${flags[@]}" >"$out/a.log" 2>&1 &
+  $py tools/train_demo_model.py train --run /tmp/run-b --lr 2e-3 --size large "${flags[@]}" >"$out/b.log" 2>&1 &
   wait
   tail -n 4 "$out/a.log" "$out/b.log"
   $py tools/train_demo_model.py export --run /tmp/run-a --out /tmp/out/a
@@ -74,18 +79,41 @@ train() {
 
 unpack() {
   local from=${1:?the folder holding the device run\'s files}
-  rm -rf $RUN/out && mkdir -p $RUN/out
-  tar -xzf "$from/configs.tgz" -C $RUN/out
+  rm -rf $OUTDIR && mkdir -p $OUTDIR
+  tar -xzf "$from/configs.tgz" -C $OUTDIR
   for name in a a-drills b; do
     compgen -G "$from/$name.safetensors.part*" >/dev/null || continue
-    cat "$from/$name".safetensors.part* >$RUN/out/$name/model.safetensors
+    cat "$from/$name".safetensors.part* >$OUTDIR/$name/model.safetensors
   done
-  cp "$from"/*.log $RUN/out/ 2>/dev/null || true
-  ls $RUN/out
+  cp "$from"/*.log $OUTDIR/ 2>/dev/null || true
+  ls $OUTDIR
+}
+
+judge() {
+  local py=${PY:-.venv/bin/python} model task
+  for model in "$@"; do
+    echo "== $model"
+    OMP_NUM_THREADS=1 $py tools/train_demo_model.py eval --run $RUN --model "$model" --limit 60 \
+      --json-out "$model/eval.json" >/dev/null
+    $py - "$model/eval.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+line = lambda f: f"TPF {f['tpf']}  valid {f['valid_call_rate']:.1%}  exact {f['exact_call_rate']:.1%}  turn {f['turn_accuracy']:.1%}"
+print("held-out 60:", line(r))
+for family, f in r["families"].items():
+    print(f"  {family}:", line(f))
+PY
+    $py tools/train_demo_model.py probe --run $RUN --model "$model" --sessions $RUN/drills-heldout.jsonl --limit 20
+    for task in fix-median add-slugify rename-function; do
+      echo "-- $task"
+      timeout 600 $py tools/demo.py --task $task --model "$model" 2>&1 | tail -n 3 || true
+    done
+  done
 }
 
 case "${1:-}" in
   prepare) prepare ;;
+  judge) shift; judge "$@" ;;
   train) shift; train "$@" ;;
   unpack) shift; unpack "$@" ;;
   *) sed -n '2,20p' "$0"; exit 2 ;;

@@ -283,7 +283,7 @@ def batches(args, source, rng: random.Random, step: int):
         raise SystemExit("--batch-tokens packs two-stream rows: attention models only")
     packed = PackedBatches(source, f"{args.seed}/{step}", args.batch_tokens, args.copies)
     loader = torch.utils.data.DataLoader(packed, batch_size=None, num_workers=args.workers,
-                                         prefetch_factor=8 if args.workers else None)
+                                         prefetch_factor=4 if args.workers else None)
     return iter(loader).__next__
 
 

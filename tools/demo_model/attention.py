@@ -63,12 +63,12 @@ def two_stream_attention(module, query, key, value, attention_mask, scaling=None
         return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling,
                                       dropout=dropout, **kwargs)
     L = two_stream.clean
-    clean = F.scaled_dot_product_attention(query[:, :, :L], key[:, :, :L], value[:, :, :L], is_causal=True,
-                                           scale=scaling, enable_gqa=True)  # [B, H, L, D]
-    if query.is_cuda:  # CUDA's kernel for masked attention takes no grouped KV heads: without this, SDPA
-        # falls back to the math kernel and materializes [B, H, N, T] scores
+    if query.is_cuda:  # CUDA's fused kernels may refuse grouped KV heads (the masked one does) and fall
+        # back to the math kernel, which materializes every [B, H, T, T] score: give each head its KV
         groups = query.shape[1] // key.shape[1]
         key, value = key.repeat_interleave(groups, dim=1), value.repeat_interleave(groups, dim=1)
+    clean = F.scaled_dot_product_attention(query[:, :, :L], key[:, :, :L], value[:, :, :L], is_causal=True,
+                                           scale=scaling, enable_gqa=True)  # [B, H, L, D]
     noisy = F.scaled_dot_product_attention(query[:, :, L:], key, value, attn_mask=two_stream.noisy_mask,
                                            scale=scaling, enable_gqa=True)  # [B, H, N, D]
     return torch.cat([clean, noisy], dim=2).transpose(1, 2).contiguous(), None
