@@ -93,18 +93,18 @@ judge() {
   local py=${PY:-.venv/bin/python} model task
   for model in "$@"; do
     echo "== $model"
-    OMP_NUM_THREADS=1 $py tools/train_demo_model.py eval --run $RUN --model "$model" --limit 60 \
+    OMP_NUM_THREADS=1 $py tools/train_demo_model.py eval --run $RUN --model "$model" --limit "${LIMIT:-60}" \
       --json-out "$model/eval.json" >/dev/null
     $py - "$model/eval.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 line = lambda f: f"TPF {f['tpf']}  valid {f['valid_call_rate']:.1%}  exact {f['exact_call_rate']:.1%}  turn {f['turn_accuracy']:.1%}"
-print("held-out 60:", line(r))
+print(f"held-out {r['sessions']}:", line(r))
 for family, f in r["families"].items():
     print(f"  {family}:", line(f))
 PY
     $py tools/train_demo_model.py probe --run $RUN --model "$model" --sessions $RUN/drills-heldout.jsonl --limit 20
-    for task in fix-median add-slugify rename-function; do
+    for task in ${TASKS:-fix-median add-slugify rename-function}; do
       echo "-- $task"
       timeout 600 $py tools/demo.py --task $task --model "$model" 2>&1 | tail -n 3 || true
     done
