@@ -351,3 +351,15 @@ def test_a_plan_fits_its_length_to_the_time_left_and_starts_phases_at_fractions_
             Phase.parse(bad)
     with pytest.raises(argparse.ArgumentTypeError):
         parse_steps("many")
+
+
+def test_the_large_shape_still_ships_within_30_mb_in_fp16():
+    from transformers import AutoTokenizer
+
+    from tools.train_demo_model import DEFAULT_OUT, build_model
+
+    tokenizer = AutoTokenizer.from_pretrained(DEFAULT_OUT)
+    default = sum(p.numel() for p in build_model("attention", tokenizer, 0).parameters())
+    large = sum(p.numel() for p in build_model("attention", tokenizer, 0, "large").parameters())
+    tokenizer_bytes = sum(f.stat().st_size for f in DEFAULT_OUT.glob("tokenizer*"))
+    assert large > 1.4 * default and 2 * large + tokenizer_bytes < 30e6, (default, large)
