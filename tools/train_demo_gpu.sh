@@ -61,8 +61,11 @@ train() {
   done
   $py tools/train_demo_model.py train --run /tmp/run-a --lr 3e-3 "${flags[@]}" >"$out/a.log" 2>&1 &
   $py tools/train_demo_model.py train --run /tmp/run-b --lr 2e-3 --size large "${flags[@]}" >"$out/b.log" 2>&1 &
+  # how busy the GPU is once both runs are going: the figure to size BATCH_TOKENS by next time
+  (sleep 90; nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv >/tmp/gpu-load.txt 2>&1) &
   wait
   tail -n 4 "$out/a.log" "$out/b.log"
+  cat /tmp/gpu-load.txt 2>/dev/null || true
   $py tools/train_demo_model.py export --run /tmp/run-a --out /tmp/out/a
   $py tools/train_demo_model.py export --run /tmp/run-b --out /tmp/out/b
   # the end of A's heavy-drill phase, in case the last phase undoes what it taught
