@@ -54,6 +54,7 @@ train() {
                --ar-weight 0.5 --prefix-rate 0.5 --drills $RUN/drills.jsonl
                --phase 0:0.3:0.5 --phase 0.5:0.85:0.7 --phase 0.8:0.35:0.5
                --log-every "${LOG_EVERY:-100}" --save-minutes 1000)
+  rm -rf /tmp/out  # a warm machine keeps the last call's files
   for name in a b; do
     rm -rf /tmp/run-$name && mkdir -p /tmp/run-$name
     cp -r $RUN/tokenizer $RUN/tools.json $RUN/rows-*.pt /tmp/run-$name/
@@ -66,17 +67,19 @@ train() {
   wait
   tail -n 4 "$out/a.log" "$out/b.log"
   cat /tmp/gpu-load.txt 2>/dev/null || true
-  $py tools/train_demo_model.py export --run /tmp/run-a --out /tmp/out/a
-  $py tools/train_demo_model.py export --run /tmp/run-b --out /tmp/out/b
+  # one run failing (its log says why) must not cost the other's checkpoint
+  $py tools/train_demo_model.py export --run /tmp/run-a --out /tmp/out/a || true
+  $py tools/train_demo_model.py export --run /tmp/run-b --out /tmp/out/b || true
   # the end of A's heavy-drill phase, in case the last phase undoes what it taught
   local drills=$(ls /tmp/run-a/state-attention-*.pt 2>/dev/null | sort -V | tail -n 1)
-  [ -z "$drills" ] || $py tools/train_demo_model.py export --run /tmp/run-a --state "$drills" --out /tmp/out/a-drills
+  [ -z "$drills" ] || $py tools/train_demo_model.py export --run /tmp/run-a --state "$drills" \
+    --out /tmp/out/a-drills || true
   for name in a a-drills b; do
-    [ -d /tmp/out/$name ] || continue
+    [ -f /tmp/out/$name/model.safetensors ] || continue
     split -b 16770000 -d /tmp/out/$name/model.safetensors "$out/$name.safetensors.part"
     rm /tmp/out/$name/model.safetensors
   done
-  tar -czf "$out/configs.tgz" -C /tmp/out .
+  mkdir -p /tmp/out && tar -czf "$out/configs.tgz" -C /tmp/out .
   ls -la "$out"
 }
 
