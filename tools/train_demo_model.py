@@ -109,7 +109,7 @@ def build_config(kind: str, tokenizer, size: dict):
 
 SIZES = {"attention": dict(hidden=256, layers=4, heads=8, kv_heads=4, head_dim=32, experts=8, top_k=2, expert_ffn=256),
          "hybrid": dict(hidden=256, layers=8, heads=8, kv_heads=4, head_dim=32, experts=8, top_k=2, expert_ffn=192),
-         # more attention (6 layers, wider) for the same 30 MB: 12.1M parameters, about 1.5x the compute per token
+         # more attention (6 layers, wider) for the same 30 MB: 12.0M parameters, about 1.5x the compute per token
          "attention-large": dict(hidden=320, layers=6, heads=8, kv_heads=4, head_dim=40, experts=8, top_k=2,
                                  expert_ffn=192)}
 
