@@ -118,12 +118,15 @@ def build_model(kind: str, tokenizer, seed: int, size: str = "default"):
     import torch
     from transformers import AutoModelForCausalLM
 
+    key = kind if size == "default" else f"{kind}-{size}"
+    if key not in SIZES:
+        raise SystemExit(f"no {size} size of a {kind} model")
     torch.manual_seed(seed)
-    shape = SIZES[kind if size == "default" else f"{kind}-{size}"]
-    return AutoModelForCausalLM.from_config(build_config(kind, tokenizer, shape))
+    return AutoModelForCausalLM.from_config(build_config(kind, tokenizer, SIZES[key]))
 
 
-def tokenizer_and_rows(run: Path, vocab: int, init_from: Path | None = None, split: str = "words"):
+def tokenizer_and_rows(run: Path, tools: list[dict], vocab: int, init_from: Path | None = None,
+                       split: str = "words"):
     """The run's tokenizer (trained once, or the one of the checkpoint training resumes from),
     its sessions, and those as rows (cached by data size)."""
     import torch
@@ -131,7 +134,6 @@ def tokenizer_and_rows(run: Path, vocab: int, init_from: Path | None = None, spl
 
     from tools.demo_model.chat import check_row, render, session_row, train_tokenizer
 
-    tools = tool_schemas(run)
     sessions = load_sessions(str(run / "data" / "train.jsonl*"))
     tok_dir = run / "tokenizer"
     if init_from is not None and not (tok_dir / "tokenizer.json").exists():
@@ -172,7 +174,8 @@ def cmd_train(args) -> int:
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     run = args.run
-    tokenizer, sessions, rows = tokenizer_and_rows(run, args.vocab, args.init_from, args.split)
+    tools = tool_schemas(run)
+    tokenizer, sessions, rows = tokenizer_and_rows(run, tools, args.vocab, args.init_from, args.split)
     state_path = run / f"state-{args.kind}.pt"
     model, state = model_and_state(args, tokenizer, state_path)
     step, rng = (state["step"], state["rng"]) if state else (0, random.Random(args.seed))
@@ -185,13 +188,18 @@ def cmd_train(args) -> int:
     drills = load_sessions(f"{args.drills}*") if args.drills else []  # the file, or its shards FILE.0, FILE.1
     if args.drills and not drills:
         raise SystemExit(f"--drills {args.drills}: no sessions there")
-    source = RowSource(tokenizer, tool_schemas(run), sessions, rows, drills, vocabulary_words(tokenizer), rates)
+    source = RowSource(tokenizer, tools, sessions, rows, drills, vocabulary_words(tokenizer), rates)
     plan = Plan(args.steps, args.phase)
+
+    def begin(phase):
+        """The batch maker for `phase`'s rates (the flags' before any phase)."""
+        if phase:
+            source.rates = dataclasses.replace(rates, drill=phase.drill, rename=phase.rename)
+            print(f"step {step}: drills {phase.drill:g}, renamed {phase.rename:g}", flush=True)
+        return batches(args, source, rng, step)
+
     phase = plan.phase_at(step)
-    if phase:
-        source.rates = dataclasses.replace(rates, drill=phase.drill, rename=phase.rename)
-        print(f"step {step}: drills {phase.drill:g}, renamed {phase.rename:g}", flush=True)
-    next_batch = batches(args, source, rng, step)  # before CUDA starts: data workers fork from this process
+    next_batch = begin(phase)  # before CUDA starts: data workers fork from this process
     model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
     if state:
@@ -215,9 +223,7 @@ def cmd_train(args) -> int:
             if phase is not None:  # the end of a phase: keep its weights
                 save(run / f"state-{args.kind}-{step}.pt")
             phase = plan.phase_at(step)
-            source.rates = dataclasses.replace(rates, drill=phase.drill, rename=phase.rename)
-            print(f"step {step}: drills {phase.drill:g}, renamed {phase.rename:g}", flush=True)
-            next_batch = batches(args, source, rng, step)
+            next_batch = begin(phase)
         for group in opt.param_groups:
             group["lr"] = lr_at(step, plan.steps or args.warmup, args.lr, args.warmup)
         opt.zero_grad(set_to_none=True)
@@ -246,8 +252,6 @@ def model_and_state(args, tokenizer, state_path: Path):
     from --init-from's weights or freshly initialised."""
     import torch
 
-    if f"{args.kind}-{args.size}" not in SIZES and args.size != "default":
-        raise SystemExit(f"no {args.size} size of a {args.kind} model")
     model = build_model(args.kind, tokenizer, args.seed, args.size)
     if state_path.exists():
         state = torch.load(state_path, weights_only=False, map_location="cpu")
