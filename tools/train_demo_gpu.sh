@@ -26,7 +26,7 @@ RUN=.gpu-run
 OUTDIR=.gpu-out  # what comes back; kept out of .gpu-run, which travels
 
 prepare() {
-  local py=${PY:-.venv/bin/python} count=${COUNT:-6000}
+  local py=${PY:-.venv/bin/python} count=${COUNT:-10000} drills=${DRILL_COUNT:-8000}
   local gen="$py -m tools.demo_model.sessions"
   mkdir -p $RUN/data
   [ -e $RUN/data/heldout.jsonl ] || $gen $RUN/data/heldout.jsonl --count 150 --seed 10000000 --slip-rate 0
@@ -35,10 +35,11 @@ prepare() {
   compgen -G "$RUN/data/train.jsonl*" >/dev/null || \
     $gen $RUN/data/train.jsonl --count "$count" --seed 0 --workers 2 --slip-rate 0.3
   compgen -G "$RUN/drills.jsonl*" >/dev/null || \
-    $gen $RUN/drills.jsonl --count 4000 --seed 60000000 --family edit-line --slip-rate 0.2 --workers 2
+    $gen $RUN/drills.jsonl --count "$drills" --seed 60000000 --family edit-line --slip-rate 0.2 --workers 2
   for f in $RUN/data/train.jsonl* $RUN/drills.jsonl*; do [[ $f == *.gz ]] || gzip -f "$f"; done
   $py tools/train_demo_model.py train --run $RUN --steps 0  # the tokenizer, the rows, tools.json
   rm -f $RUN/state-*.pt
+  gzip -f $RUN/rows-*.pt  # pickled ids shrink about 4x: the carry's 64 MiB holds the repo too
   du -sh $RUN
 }
 
@@ -57,13 +58,14 @@ train() {
   rm -rf /tmp/out  # a warm machine keeps the last call's files
   for name in a b; do
     rm -rf /tmp/run-$name && mkdir -p /tmp/run-$name
-    cp -r $RUN/tokenizer $RUN/tools.json $RUN/rows-*.pt /tmp/run-$name/
+    cp -r $RUN/tokenizer $RUN/tools.json /tmp/run-$name/
+    for rows in $RUN/rows-*.pt.gz; do gunzip -c "$rows" >/tmp/run-$name/"$(basename "$rows" .gz)"; done
     ln -s "$PWD/$RUN/data" /tmp/run-$name/data
   done
   $py tools/train_demo_model.py train --run /tmp/run-a --lr 3e-3 "${flags[@]}" >"$out/a.log" 2>&1 &
   $py tools/train_demo_model.py train --run /tmp/run-b --lr 2e-3 --size large "${flags[@]}" >"$out/b.log" 2>&1 &
   # how busy the GPU is once both runs are going: the figure to size BATCH_TOKENS by next time
-  (sleep 90; nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv >/tmp/gpu-load.txt 2>&1) &
+  (sleep ${LOAD_AT:-90}; nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv >/tmp/gpu-load.txt 2>&1) &
   wait
   tail -n 4 "$out/a.log" "$out/b.log"
   cat /tmp/gpu-load.txt 2>/dev/null || true

@@ -184,6 +184,8 @@ def cmd_train(args) -> int:
           f"on {device}", flush=True)
     if args.steps is None and state:
         raise SystemExit("--steps auto fits a fresh run to --minutes; a resumed run needs a step count")
+    if args.steps is None and args.warmup < 2:
+        raise SystemExit("--steps auto times the second half of the warmup: it needs --warmup 2 or more")
     rates = Rates(args.drill_rate, args.rename_rate, args.prefix_rate, args.copy_rate, args.copy_noise)
     drills = load_sessions(f"{args.drills}*") if args.drills else []  # the file, or its shards FILE.0, FILE.1
     if args.drills and not drills:
@@ -216,8 +218,11 @@ def cmd_train(args) -> int:
     deadline = began + args.minutes * 60
     model.train()
     while not stop["now"] and time.time() < deadline and (plan.steps is None or step < (args.stop_at or plan.steps)):
+        if plan.steps is None and step == args.warmup // 2:
+            timed_from = time.time()  # the first steps pay for start-up (CUDA, the data workers)
         if plan.steps is None and step == args.warmup:
-            print(f"{plan.fit(step, (time.time() - began) / step, deadline - time.time())} steps fit "
+            per_step = (time.time() - timed_from) / (step - args.warmup // 2)
+            print(f"{plan.fit(step, per_step, deadline - time.time())} steps fit "
                   f"in --minutes {args.minutes:g}", flush=True)
         if plan.phase_at(step) != phase:
             if phase is not None:  # the end of a phase: keep its weights
