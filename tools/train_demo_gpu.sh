@@ -40,7 +40,7 @@ prepare() {
   for f in $RUN/data/train.jsonl* $RUN/drills.jsonl*; do [[ $f == *.gz ]] || gzip -f "$f"; done
   $py tools/train_demo_model.py train --run $RUN --steps 0  # the tokenizer, the rows, tools.json
   rm -f $RUN/state-*.pt
-  gzip -f $RUN/rows-*.pt  # pickled ids shrink about 4x: the carry's 64 MiB holds the repo too
+  gzip -f $RUN/rows-*.pt  # pickled ids shrink about 9x: the carry's 64 MiB holds the repo too
   du -sh $RUN
 }
 
