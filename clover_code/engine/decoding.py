@@ -3,7 +3,7 @@
 Per block: start from mask tokens; each step asks the denoiser for logits of every
 position over the read-only committed prefix, and commits (in parallel) the masked
 positions whose confidence (max softmax probability, or the sampled token's
-probability when sampling) is >= the threshold; when none passes, the single most
+probability when sampling; the mask token itself is never picked) is >= the threshold; when none passes, the single most
 confident one. The block ends when no needed position is masked. The clean block is
 handed to the next block's first denoise call as `commit`, so an adapter that can
 fuse "commit block k" with "first step of block k+1" does it in one forward pass.
@@ -67,10 +67,14 @@ class Pick:
 
 
 def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float,
-                generator: torch.Generator | None = None) -> Pick:
-    """Greedy at temperature 0, else sample from the top-p nucleus of softmax(logits / T).
-    Runs where the logits are (a GPU keeps its `[L, V]`); the picks come back to the CPU."""
+                generator: torch.Generator | None = None, banned: int | None = None) -> Pick:
+    """Greedy at temperature 0, else sample from the top-p nucleus of softmax(logits / T),
+    never the `banned` token. Runs where the logits are (a GPU keeps its `[L, V]`); the picks
+    come back to the CPU."""
     logits = logits.float()  # [L, V]
+    if banned is not None:
+        # out of place: a denoiser may keep a row of these logits (the next block's first)
+        logits = logits.index_fill(-1, torch.tensor([banned], device=logits.device), float("-inf"))
     if temperature <= 0:
         # softmax then max, not max and logsumexp: on CPU the latter is ~6x slower when logits
         # span a wide range, as a confident model's do (430 vs 70 us for [32, 320] here).
@@ -153,7 +157,9 @@ def _decode_one(denoiser: Denoiser, pending: torch.Tensor | None, size: int, opt
         pending = None
         passes += spent
         steps += 1
-        pick = pick_tokens(logits, opts.temperature, opts.top_p, generator)
+        # the mask token is the input's "unknown", never an answer: a small model with tied
+        # embeddings echoes it where it knows nothing, and a committed mask would be text
+        pick = pick_tokens(logits, opts.temperature, opts.top_p, generator, banned=opts.mask_id)
         tokens, confidence = pick.tokens.tolist(), pick.confidence.tolist()
         active = [not r and i < limit for i, r in enumerate(resolved)]
         chosen = select_commits(confidence, active, opts.threshold)

@@ -94,7 +94,7 @@ def test_max_tokens_cuts_inside_a_block():
 
 
 def test_cancel_is_checked_before_every_step():
-    step = logits_for([2, 3, 4, 5], [0.99, 0.1, 0.1, 0.1])
+    step = logits_for([2, 3, 4, 5], [0.99, 0.3, 0.3, 0.3])
     den = ScriptedDenoiser([step] * 10)
     calls = []
     gen = decode_blocks(den, None, opts(), on_step=calls.append, cancelled=lambda: len(calls) >= 2)
@@ -120,3 +120,20 @@ def test_sampling_is_reproducible_with_a_seed_and_respects_top_p():
 def test_bad_block_size_is_refused():
     with pytest.raises(ValueError):
         list(decode_blocks(ScriptedDenoiser([]), None, opts(block_size=0)))
+
+
+def test_the_mask_token_is_never_committed_even_where_it_is_the_most_likely():
+    # position 0's logits favour the mask token itself (as a small tied-embedding model's do
+    # where it knows nothing); the pick is the best other token, with its renormalised share
+    step = logits_for([MASK, 3, 4, 5], [0.9, 0.99, 0.99, 0.99])
+    step[0, 6] = step[0, 2] + 1.0
+    blocks = list(decode_blocks(ScriptedDenoiser([step, step]), None, opts(max_tokens=4)))
+    assert blocks[0].tokens == (6, 3, 4, 5) and blocks[0].steps == 2  # 6 is unsure: committed alone
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_pick_tokens_never_returns_the_banned_token(temperature):
+    logits = logits_for([MASK] * 64, [0.999] * 64)
+    pick = pick_tokens(logits, temperature, 1.0, torch.Generator().manual_seed(0), banned=MASK)
+    assert MASK not in pick.tokens.tolist()
+    assert len(set(pick.tokens.tolist())) == (1 if temperature == 0 else VOCAB - 1)
