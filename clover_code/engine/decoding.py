@@ -4,9 +4,10 @@ Per block: start from mask tokens; each step asks the denoiser for logits of eve
 position over the read-only committed prefix, and commits (in parallel) the masked
 positions whose confidence (max softmax probability, or the sampled token's
 probability when sampling; the mask token itself is never picked) is >= the
-threshold; when none passes, the single most confident one. The block ends when no needed position is masked. The clean block is
-handed to the next block's first denoise call as `commit`, so an adapter that can
-fuse "commit block k" with "first step of block k+1" does it in one forward pass.
+threshold; when none passes, the single most confident one. The block ends when no
+needed position is masked. The clean block is handed to the next block's first
+denoise call as `commit`, so an adapter that can fuse "commit block k" with "first
+step of block k+1" does it in one forward pass.
 
 A position is needed while it lies before the first committed stop token and within
 the `max_tokens` budget: once a stop token is committed and every position before it
