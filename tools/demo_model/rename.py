@@ -5,8 +5,9 @@ learns those pools and writes `numkit` where the task says `netkit`. Training on
 of sessions whose names are replaced, consistently in every message and tool result, by
 invented ones it has never seen makes remembering useless and copying pay. The
 replacement treats `_` as a boundary (as the rename family's `sed` does), so
-`test_mode_single` follows `mode`. Parameters and local variables are renamed too: a
-fix must write the names the file it read uses (`ordered`), not the pool's (`s`).
+`test_strip_digits` follows `strip_digits`. Parameters and local variables are renamed too:
+a fix must write the names the file it read uses (`ordered`), not the pool's (`s`). The
+name of a function with a bug to fix stays (`MEANINGFUL`).
 
 An invented word is spelled in single characters by a tokenizer that never saw it, while
 the pool's names are single tokens; so most new names are drawn instead from the words the
@@ -21,11 +22,17 @@ import keyword
 import random
 import re
 
+from tools.demo_model.families import numeric_functions
+
 ONSETS = "b c d f g h j k l m n p r s t v w z br cr dr fl gr kl pl pr st tr sk".split()
 VOWELS = "a e i o u a e o".split()
 CODAS = ["", "", "", "n", "r", "l", "s", "x", "k", "m"]
 KEEP = set(keyword.kwlist) | {"test", "tests", "main", "self", "cls", "print", "len", "sum", "min", "max",
                               "sorted", "list", "dict", "str", "int", "float", "range", "pytest", "python"}
+# A fix-bug task's bug is known by its function's name (a median of an even-length list is
+# the mean of the two middle values); renamed, the right fix is unknowable and the model
+# learns to guess one (the runs after K wrote mean's or clamp's fix for the demo's median).
+MEANINGFUL = {bug.name for bug in numeric_functions({"xs": "xs", "ordered": "o", "mid": "m"})}
 
 
 def invented_word(rng: random.Random) -> str:
@@ -77,7 +84,7 @@ def session_names(session: dict) -> set[str]:
             names.update(re.findall(r"`(\w+)`", m["content"]))
         for call in m.get("tool_calls") or []:
             names.update(re.findall(r"def (\w+)", call["function"]["arguments"]))
-    return {n for n in names if len(n) >= 3 and n not in KEEP and not n.startswith(("test", "_"))}
+    return {n for n in names if len(n) >= 3 and n not in KEEP | MEANINGFUL and not n.startswith(("test", "_"))}
 
 
 def renamed(session: dict, rng: random.Random, words: list[str] = ()) -> dict:
