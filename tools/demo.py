@@ -1,6 +1,6 @@
 """`make demo`: one sandbox task, headless, on the embedded engine, end to end.
 
-    python tools/demo.py [--task fix-median] [--model DIR] [--keep]
+    python tools/demo.py [--task rename-function] [--model DIR] [--keep]
 
 Copies sandbox/<task>/repo to a temporary folder, makes it a git repository, runs
 `clover-code --task` on it (embedded engine, full-auto, sandboxed shell), then runs the
@@ -93,7 +93,7 @@ def print_figures(result: dict, passed: bool) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--task", default="fix-median", help="sandbox task (folder under sandbox/)")
+    p.add_argument("--task", default="rename-function", help="sandbox task (folder under sandbox/)")
     p.add_argument("--model", help="checkpoint folder (default: the embedded demo checkpoint)")
     p.add_argument("--max-turns", type=int, default=12)
     p.add_argument("--keep", action="store_true", help="keep the temporary repository")
