@@ -7,7 +7,7 @@ invented ones it has never seen makes remembering useless and copying pay. The
 replacement treats `_` as a boundary (as the rename family's `sed` does), so
 `test_strip_digits` follows `strip_digits`. Parameters and local variables are renamed too:
 a fix must write the names the file it read uses (`ordered`), not the pool's (`s`). The
-name of a function with a bug to fix stays (`MEANINGFUL`).
+names of the fix-bug family's functions stay (`MEANINGFUL`).
 
 An invented word is spelled in single characters by a tokenizer that never saw it, while
 the pool's names are single tokens; so most new names are drawn instead from the words the
@@ -31,7 +31,7 @@ KEEP = set(keyword.kwlist) | {"test", "tests", "main", "self", "cls", "print", "
                               "sorted", "list", "dict", "str", "int", "float", "range", "pytest", "python"}
 # A fix-bug task's bug is known by its function's name (a median of an even-length list is
 # the mean of the two middle values); renamed, the right fix is unknowable and the model
-# learns to guess one (the runs after K wrote mean's or clamp's fix for the demo's median).
+# learns to guess one (the runs after K wrote mean's, clamp's or mode's fix for the demo's median).
 MEANINGFUL = {bug.name for bug in numeric_functions({"xs": "xs", "ordered": "o", "mid": "m"})}
 
 
@@ -84,7 +84,8 @@ def session_names(session: dict) -> set[str]:
             names.update(re.findall(r"`(\w+)`", m["content"]))
         for call in m.get("tool_calls") or []:
             names.update(re.findall(r"def (\w+)", call["function"]["arguments"]))
-    return {n for n in names if len(n) >= 3 and n not in KEEP | MEANINGFUL and not n.startswith(("test", "_"))}
+    return {n for n in names if len(n) >= 3 and n not in KEEP and n not in MEANINGFUL
+            and not n.startswith(("test", "_"))}
 
 
 def renamed(session: dict, rng: random.Random, words: list[str] = ()) -> dict:
