@@ -190,7 +190,8 @@ def cmd_train(args) -> int:
     drills = load_sessions(f"{args.drills}*") if args.drills else []  # the file, or its shards FILE.0, FILE.1
     if args.drills and not drills:
         raise SystemExit(f"--drills {args.drills}: no sessions there")
-    source = RowSource(tokenizer, tools, sessions, rows, drills, vocabulary_words(tokenizer), rates)
+    weights = family_weights(args.family_weight, sessions)
+    source = RowSource(tokenizer, tools, sessions, rows, drills, vocabulary_words(tokenizer), rates, weights)
     plan = Plan(args.steps, args.phase)
 
     def begin(phase):
@@ -250,6 +251,22 @@ def cmd_train(args) -> int:
     save()
     print(f"stopped at step {step}", flush=True)
     return 0
+
+
+def family_weights(specs: list[str], sessions: list[dict]) -> dict[str, float]:
+    """--family-weight FAMILY=W flags as {family: weight}, checked against the run's sessions."""
+    known, weights = {s["family"] for s in sessions}, {}
+    for spec in specs:
+        family, _, weight = spec.partition("=")
+        try:
+            weights[family] = float(weight)
+        except ValueError:
+            raise SystemExit(f"--family-weight {spec}: expected FAMILY=WEIGHT, e.g. add-function=2") from None
+        if family not in known:
+            raise SystemExit(f"--family-weight {spec}: no {family!r} sessions here (families: {', '.join(sorted(known))})")
+        if weights[family] < 0:
+            raise SystemExit(f"--family-weight {spec}: a weight is 0 or more")
+    return weights
 
 
 def model_and_state(args, tokenizer, state_path: Path):
@@ -382,6 +399,8 @@ def main() -> int:
     t.add_argument("--phase", type=Phase.parse, action="append", default=[],
                    help="FRACTION:DRILL_RATE:RENAME_RATE: from that fraction of the steps on, these rates "
                         "(repeatable; each phase's last weights are kept as RUN/state-KIND-STEP.pt)")
+    t.add_argument("--family-weight", action="append", default=[], metavar="FAMILY=W",
+                   help="draw that family's sessions W times as often as the others (repeatable)")
     t.add_argument("--copy-rate", type=float, default=0.0,
                    help="share of the sequences that are bare copy rows (tools/demo_model/copy_task.py)")
     t.add_argument("--copy-noise", type=int, default=40,

@@ -8,6 +8,7 @@ import random
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -333,6 +334,26 @@ def test_rows_are_grouped_by_size_within_the_token_budget():
     assert sorted(id(p) for g in groups for p in g) == sorted(id(p) for p in parts)
     assert all(len(g) * padded_size(g) <= budget for g in groups)
     assert len(groups) < len(parts)  # rows do share batches
+
+
+def test_a_family_weight_draws_that_familys_sessions_that_many_times_as_often():
+    from tools.demo_model.mix import Rates, RowSource
+
+    sessions = [{"family": f} for f in ("fix-bug", "add-function", "rename") * 4]
+    uniform = RowSource(None, [], sessions, [], [], [], Rates())
+    rng, same = random.Random(5), random.Random(5)
+    assert [uniform.session_index(rng) for _ in range(50)] == [same.randrange(len(sessions)) for _ in range(50)]
+    weighted = RowSource(None, [], sessions, [], [], [], Rates(), {"add-function": 3.0, "rename": 0.0})
+    rng = random.Random(6)
+    drawn = [sessions[weighted.session_index(rng)]["family"] for _ in range(4000)]
+    assert drawn.count("rename") == 0
+    assert 2.6 < drawn.count("add-function") / drawn.count("fix-bug") < 3.4
+    from tools.train_demo_model import family_weights
+
+    assert family_weights(["add-function=2.5"], sessions) == {"add-function": 2.5}
+    for bad, says in (("add-fn=2", "no 'add-fn' sessions"), ("rename", "expected FAMILY=WEIGHT")):
+        with pytest.raises(SystemExit, match=says):
+            family_weights([bad], sessions)
 
 
 def test_a_plan_fits_its_length_to_the_time_left_and_starts_phases_at_fractions_of_it():

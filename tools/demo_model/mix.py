@@ -34,6 +34,21 @@ class RowSource:
     drills: list[dict]
     words: list[str]  # vocabulary words that invented names are made of
     rates: Rates
+    weights: dict[str, float] | None = None  # a family's weight in the draw of sessions (others: 1)
+
+    def __post_init__(self):
+        # cumulative weights of the sessions; None draws them uniformly
+        self._cumulative = None
+        if self.weights:
+            total, self._cumulative = 0.0, []
+            for session in self.sessions:
+                total += self.weights.get(session["family"], 1.0)
+                self._cumulative.append(total)
+
+    def session_index(self, rng: random.Random) -> int:
+        if self._cumulative is None:
+            return rng.randrange(len(self.sessions))  # the same draw as rng.choice: older runs replay
+        return rng.choices(range(len(self.sessions)), cum_weights=self._cumulative)[0]
 
     def next_row(self, rng: random.Random) -> Row:
         """One training sequence: a bare copy row, a drill or a session (renamed or not), maybe cut short."""
@@ -45,9 +60,10 @@ class RowSource:
             chosen = renamed(drill, rng, self.words) if rng.random() < rates.rename else drill
             row = session_row(self.tokenizer, chosen, self.tools)
         elif rng.random() < rates.rename:
-            row = session_row(self.tokenizer, renamed(rng.choice(self.sessions), rng, self.words), self.tools)
+            session = self.sessions[self.session_index(rng)]
+            row = session_row(self.tokenizer, renamed(session, rng, self.words), self.tools)
         else:
-            row = rng.choice(self.rows)
+            row = self.rows[self.session_index(rng)]
         if rng.random() < rates.prefix:
             row = row.prefix(rng.randint(1, len(row.turns)))
         return row
