@@ -144,12 +144,18 @@ class EmbeddedEngine:
         queue: asyncio.Queue = asyncio.Queue()
         cancel = threading.Event()
 
+        def call_in_loop(fn, arg) -> None:
+            try:
+                loop.call_soon_threadsafe(fn, arg)
+            except RuntimeError:  # the consumer's loop is closed (its app exited mid-decode): stop
+                cancel.set()
+
         def post(item) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, item)
+            call_in_loop(queue.put_nowait, item)
 
         def forward_step(step: DenoiseStep) -> None:
             if not cancel.is_set():
-                loop.call_soon_threadsafe(request.on_step, step)
+                call_in_loop(request.on_step, step)
 
         # Without a listener the loop builds no per-step report at all.
         on_step = forward_step if request.on_step is not None else None

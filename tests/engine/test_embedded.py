@@ -77,6 +77,21 @@ async def test_cancel_stops_within_one_step(engine):
         del engine.denoiser.denoise
 
 
+def test_a_decode_whose_event_loop_closed_stops_without_a_thread_error(tiny_attention_ckpt, monkeypatch):
+    # A TUI that exits mid-reply closes its loop while the decode thread still posts blocks.
+    engine = EmbeddedEngine(tiny_attention_ckpt)
+    errors = []
+    monkeypatch.setattr(threading, "excepthook", errors.append)
+    loop = asyncio.new_event_loop()
+    stream = engine.stream(chat("go on", max_tokens=2000))
+    loop.run_until_complete(stream.__anext__())
+    loop.close()
+    assert engine._lock.acquire(timeout=60)  # the worker has wound down
+    engine._lock.release()
+    assert errors == []
+    asyncio.run(stream.aclose())
+
+
 async def test_tools_are_rendered_with_the_chat_template(engine):
     tool = {"type": "function", "function": {"name": "read_file", "description": "Read a file",
                                              "parameters": {"type": "object", "properties": {}}}}

@@ -20,7 +20,7 @@ async def test_loading_progress_and_denoise_steps(repo, tiny_attention_ckpt):
         assert seen and seen[-1] == 1.0  # the bar followed the load
         assert app.status.info.engine == "embedded"
         await send(pilot, "hi")
-        await idle(pilot)
+        await idle(pilot, timeout=60)  # 64 tokens one forward pass at a time, each step drawn: ~8 s on a slow CPU
         view = app.query_one(DenoiseView)
         assert view.last is not None and len(view.last.resolved) == app.agent.engine.info.block_size
         assert "resolved" in str(view.render())

@@ -52,9 +52,9 @@ async def send(pilot, text: str) -> None:
     await pilot.press("enter")
 
 
-async def idle(pilot) -> None:
+async def idle(pilot, timeout: float = 10.0) -> None:
     """Wait until the agent finished its turn and the screen caught up."""
-    await wait_for(pilot, lambda: not pilot.app.busy)
+    await wait_for(pilot, lambda: not pilot.app.busy, timeout)
     await pilot.pause(0.05)
 
 
