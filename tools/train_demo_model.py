@@ -278,6 +278,8 @@ def family_weights(specs: list[str], sessions: list[dict]) -> dict[str, float]:
             raise SystemExit(f"--family-weight {spec}: no {family!r} sessions here (families: {', '.join(sorted(known))})")
         if weights[family] < 0:
             raise SystemExit(f"--family-weight {spec}: a weight is 0 or more")
+    if all(weights.get(family, 1.0) == 0 for family in known):
+        raise SystemExit("--family-weight: every family weighs 0, so no session could be drawn")
     return weights
 
 
@@ -426,7 +428,7 @@ def main() -> int:
     t.add_argument("--threads", type=int, default=2)
     t.add_argument("--bf16", action="store_true",
                    help="forward and backward under bfloat16 autocast (weights and optimizer stay float32); "
-                        "about 20%% more tokens/s where the CPU has AMX, several times fewer without bf16 instructions")
+                        "about 20%% more tokens/s where the CPU has AMX, about 3x fewer where it has only AVX2")
     t.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU box (with --batch-tokens)")
     t.add_argument("--batch-tokens", type=int, default=0,
                    help="pack rows into padded batches of about this many tokens (a GPU's way); "

@@ -354,6 +354,8 @@ def test_a_family_weight_draws_that_familys_sessions_that_many_times_as_often():
     for bad, says in (("add-fn=2", "no 'add-fn' sessions"), ("rename", "expected FAMILY=WEIGHT")):
         with pytest.raises(SystemExit, match=says):
             family_weights([bad], sessions)
+    with pytest.raises(SystemExit, match="every family weighs 0"):
+        family_weights(["add-function=0", "fix-bug=0", "rename=0"], sessions)
 
 
 def test_a_plan_fits_its_length_to_the_time_left_and_starts_phases_at_fractions_of_it():
