@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from itertools import accumulate
 
 import torch
 
@@ -38,12 +39,8 @@ class RowSource:
 
     def __post_init__(self):
         # cumulative weights of the sessions; None draws them uniformly
-        self._cumulative = None
-        if self.weights:
-            total, self._cumulative = 0.0, []
-            for session in self.sessions:
-                total += self.weights.get(session["family"], 1.0)
-                self._cumulative.append(total)
+        self._cumulative = (list(accumulate(self.weights.get(s["family"], 1.0) for s in self.sessions))
+                            if self.weights else None)
 
     def session_index(self, rng: random.Random) -> int:
         if self._cumulative is None:
