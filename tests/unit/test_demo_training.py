@@ -224,6 +224,33 @@ def test_fix_bug_finds_the_file_through_grep_so_every_name_is_copied_from_the_st
     assert read["path"] in session["files"] and f"def {function}(" in session["files"][read["path"]]
 
 
+def test_fix_bug_test_suites_vary_their_layout_and_the_first_failure_still_names_the_buggy_function(tmp_path):
+    import subprocess
+
+    from tools.demo_model.families import fix_bug
+
+    layouts = set()
+    for seed in range(40):
+        task = fix_bug(random.Random(seed))
+        suite = next(text for path, text in task.files.items() if path.startswith("tests/"))
+        names, blocks = re.findall(r"^def (test_\w+)\(", suite, re.M), suite.split("\n\n\n")
+        layouts |= {"empty" for block in blocks if "pytest.raises(ValueError)" in block}
+        layouts |= {"merged" for block in blocks if block.count("assert ") == 2}
+        layouts |= {"reversed" for a, b in zip(names, names[1:]) if (a, b) in
+                    {("test_median_odd", "test_median_even"), ("test_clamp_low", "test_clamp_high")}}
+        if seed < 6:  # the suite runs as written: only the buggy function's tests fail
+            repo = tmp_path / str(seed)
+            for path, text in task.files.items():
+                (repo / path).parent.mkdir(parents=True, exist_ok=True)
+                (repo / path).write_text(text)
+            run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=repo,
+                                 capture_output=True, text=True)
+            failed = re.findall(r"FAILED \S+::(test_\w+)", run.stdout)
+            bug = task.steps[1]([])[0].arguments["pattern"].removeprefix("def ")
+            assert failed and all(name.startswith(f"test_{bug}") for name in failed), run.stdout
+    assert layouts == {"empty", "merged", "reversed"}
+
+
 def test_a_slip_is_a_real_tool_error_then_the_right_step_and_never_a_training_target():
     from tools.demo_model.chat import is_target
 

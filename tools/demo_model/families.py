@@ -124,6 +124,20 @@ def numeric_functions(v: dict[str, str]) -> list[Bug]:
     ]
 
 
+def bug_tests(bug: Bug, rng: random.Random) -> list[tuple[str, list[str]]]:
+    """A function's tests as (name, lines), laid out as hand-written suites vary: in either
+    order, sometimes both asserts in one test, sometimes an extra empty-input test: sandbox
+    fix-median's suite has all three, and generated suites used to have one layout only."""
+    tests = [(f"test_{bug.name}{suffix}", [line]) for suffix, line in bug.tests]
+    if rng.random() < 0.25:
+        tests = [(f"test_{bug.name}", [line for _, lines in tests for line in lines])]
+    elif rng.random() < 0.4:
+        tests.reverse()
+    if "raise ValueError" in "\n".join(bug.body) and rng.random() < 0.3:
+        tests.append((f"test_{bug.name}_empty", ["    with pytest.raises(ValueError):", f"        {bug.name}([])"]))
+    return tests
+
+
 def fix_bug(rng: random.Random) -> Task:
     pkg = "numkit" if rng.random() < 0.15 else package_name(rng)
     mod = rng.choice(("stats", "stats", "ops", "calc", "numeric", "summary", "measures", "math_utils"))
@@ -145,8 +159,8 @@ def fix_bug(rng: random.Random) -> Task:
     module = "\n".join(code).strip() + "\n"
     test_lines = ["import pytest", "", f"from {pkg} import {', '.join(sorted(b.name for b in chosen))}", ""]
     for b in chosen:
-        for suffix, line in b.tests:
-            test_lines += ["", f"def test_{b.name}{suffix}():", line, ""]
+        for name, lines in bug_tests(b, rng):
+            test_lines += ["", f"def {name}():", *lines, ""]
     files = {
         f"{pkg}/__init__.py": f"from {pkg}.{mod} import {', '.join(sorted(b.name for b in chosen))}\n\n"
                               f"__all__ = [{', '.join(json.dumps(b.name) for b in sorted(chosen, key=lambda b: b.name))}]\n",
