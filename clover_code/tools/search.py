@@ -193,13 +193,17 @@ def _kill(proc: asyncio.subprocess.Process) -> None:
 
 
 class _MatchReader:
-    """Turns `rg --null` output into `path:line:text` lines, up to a number of matches."""
+    """Turns `rg --null` output into `path:line:text` lines, up to a number of matches, in
+    path order: rg's own order follows its threads and the directory's, so one search would
+    show its files in another order each run (and on each machine)."""
 
     def __init__(self, rel_dir: str, limit: int, files_only: bool):
         self.rel_dir, self.limit, self.files_only = rel_dir, limit, files_only
-        self.lines: list[str] = []
+        self.by_file: dict[str, list[str]] = {}  # a file's lines in rg's order, which is line order
         self.matches = 0
         self.full = False  # one match past the limit was seen: the result is capped
+        self.grouped = False  # rg separated context groups with `--`: so will the result
+        self._file: str | None = None  # the file of the latest line
         self._rest = b""
         self._sep = b"\0" if files_only else b"\n"  # `-l --null` ends each path with NUL only
 
@@ -215,11 +219,13 @@ class _MatchReader:
         if self.files_only:
             self._count()
             if not self.full:
-                self.lines.append(_prefixed(self.rel_dir, record))
+                self.by_file[_prefixed(self.rel_dir, record)] = []
             return
         path, nul, rest = record.partition("\0")
         if not nul:  # `--` between context groups
-            self.lines.append(record)
+            self.grouped = True
+            if self._file is not None:
+                self.by_file[self._file].append(record)
             return
         digits = len(rest) - len(rest.lstrip("0123456789"))
         is_match = rest[digits : digits + 1] == ":"
@@ -228,7 +234,8 @@ class _MatchReader:
             if self.full:
                 return
         sep = ":" if is_match else "-"
-        self.lines.append(f"{_prefixed(self.rel_dir, path)}{sep}{rest}")
+        self._file = _prefixed(self.rel_dir, path)
+        self.by_file.setdefault(self._file, []).append(f"{self._file}{sep}{rest}")
 
     def _count(self) -> None:
         self.matches += 1
@@ -238,9 +245,13 @@ class _MatchReader:
         if self._rest and not self.full:
             self._take(self._rest.decode("utf-8", "replace"))
             self._rest = b""
-        while self.lines and self.lines[-1] == "--":
-            self.lines.pop()
-        return self.lines
+        lines: list[str] = []
+        for path in sorted(self.by_file):
+            block = self.by_file[path] or [path]  # files_only: the path alone
+            while block and block[-1] == "--":
+                block.pop()
+            lines += ["--"] * (self.grouped and bool(lines)) + block
+        return lines
 
 
 def _grep_result(args: Grep.Args, reader: _MatchReader, code: int | None, err: str) -> ToolResult:

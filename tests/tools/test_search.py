@@ -149,6 +149,21 @@ async def test_grep_context_lines(ctx: ToolContext):
         "src/app.py-3-def main():", "src/app.py:4:    print('hello world')", "src/app.py-5-    return compute(1)"]
 
 
+async def test_grep_lists_files_in_path_order_whatever_order_rg_found_them(root: Path, ctx: ToolContext):
+    # rg searches with several threads and in the directory's order: without sorting, these
+    # came back in another order from run to run
+    names = [f"{d}/m{i:02d}.py" for d in ("zeta", "alpha", "mid") for i in range(40, 0, -3)]
+    for name in names:
+        (root / name).parent.mkdir(exist_ok=True)
+        (root / name).write_text("x = 1\nneedle = 2\ny = 3\nneedle = 4\n")
+    matches = (await call(ctx, "grep", pattern="needle")).output.splitlines()
+    assert matches == [f"{name}:{line}:needle = {line}" for name in sorted(names) for line in (2, 4)]
+    files = await call(ctx, "grep", pattern="needle", files_only=True)
+    assert files.output.splitlines() == sorted(names)
+    context = (await call(ctx, "grep", pattern="needle = 4", context=1)).output.split("\n--\n")
+    assert context == [f"{name}-3-y = 3\n{name}:4:needle = 4" for name in sorted(names)]
+
+
 async def test_grep_caps_matches_with_a_note(root: Path, ctx: ToolContext):
     (root / "many.txt").write_text("".join(f"needle {i}\n" for i in range(1000)))
     result = await call(ctx, "grep", pattern="needle", max_matches=10)
