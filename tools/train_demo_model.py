@@ -216,7 +216,7 @@ def cmd_train(args) -> int:
 
     def save(path=state_path):
         torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "rng": rng,
-                    "kind": args.kind, "size": args.size}, str(path) + ".tmp")
+                    "kind": args.kind, "size": args.size, "config": model.config.to_dict()}, str(path) + ".tmp")
         os.replace(str(path) + ".tmp", path)
 
     meter, began, last_save = Meter(), time.time(), time.time()
@@ -288,7 +288,8 @@ def model_and_state(args, tokenizer, state_path: Path):
     from --init-from's weights or freshly initialised."""
     import torch
 
-    model = build_model(args.kind, tokenizer, args.seed, args.size)
+    model = model_of_shape(saved_config(state_path) or init_config(args.init_from)) \
+        or build_model(args.kind, tokenizer, args.seed, args.size)
     if state_path.exists():
         state = torch.load(state_path, weights_only=False, map_location="cpu")
         model.load_state_dict(state["model"])
@@ -300,6 +301,34 @@ def model_and_state(args, tokenizer, state_path: Path):
         model.load_state_dict(AutoModelForCausalLM.from_pretrained(args.init_from, dtype=torch.float32).state_dict())
         print(f"weights from {args.init_from}", flush=True)
     return model, None
+
+
+def saved_config(state_path: Path) -> dict | None:
+    """The model config a run's state was saved with (states before grown models had none)."""
+    import torch
+
+    if not state_path.exists():
+        return None
+    return torch.load(state_path, weights_only=False, map_location="cpu").get("config")
+
+
+def init_config(init_from: Path | None) -> dict | None:
+    """The shape of --init-from's checkpoint, which may differ from SIZES (a grown model)."""
+    if init_from is None:
+        return None
+    return json.loads((init_from / "config.json").read_text())
+
+
+def model_of_shape(config: dict | None):
+    """A fresh model of that config's shape, or None without one."""
+    if config is None:
+        return None
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = dict(config)
+    shape = AutoConfig.for_model(config.pop("model_type"), **config)
+    return AutoModelForCausalLM.from_config(shape, dtype=torch.float32)  # training's dtype, whatever it shipped in
 
 
 def batches(args, source, rng: random.Random, step: int):
@@ -335,7 +364,7 @@ def cmd_export(args) -> int:
 
     state = torch.load(args.state or args.run / f"state-{args.kind}.pt", weights_only=False, map_location="cpu")
     tokenizer = AutoTokenizer.from_pretrained(args.run / "tokenizer")
-    model = build_model(args.kind, tokenizer, 0, state.get("size", "default"))
+    model = model_of_shape(state.get("config")) or build_model(args.kind, tokenizer, 0, state.get("size", "default"))
     model.load_state_dict(state["model"])
     model = model.to(torch.float16)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -357,6 +386,33 @@ def cmd_eval(args) -> int:
     if args.json_out:
         args.json_out.write_text(json.dumps(report, indent=2))
     return 0
+
+
+def cmd_grow(args) -> int:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tools.demo_model.grow import grow
+
+    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
+    try:
+        grown = grow(model, args.after)
+    except ValueError as error:
+        raise SystemExit(f"grow: {error}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    grown.to(torch.float16).save_pretrained(args.out)
+    AutoTokenizer.from_pretrained(args.model).save_pretrained(args.out)
+    params = sum(p.numel() for p in grown.parameters())
+    print(f"{args.model}: {model.config.num_hidden_layers} layers -> {grown.config.num_hidden_layers} "
+          f"({params / 1e6:.2f}M parameters) in {args.out}")
+    return 0
+
+
+def layer_list(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: layer indices separated by commas, like 1,3")
 
 
 def cmd_probe(args) -> int:
@@ -450,9 +506,14 @@ def main() -> int:
     c.add_argument("--limit", type=int, default=20)
     c.add_argument("--sessions", type=Path, help="held-out sessions to rename and probe (default: RUN/data/heldout.jsonl)")
     c.add_argument("--threads", type=int, default=1)
+    g = sub.add_parser("grow", help="deepen an exported checkpoint (tools/demo_model/grow.py)")
+    g.add_argument("--model", type=Path, default=DEFAULT_OUT, help="the exported checkpoint to deepen")
+    g.add_argument("--out", type=Path, required=True)
+    g.add_argument("--after", type=layer_list, required=True,
+                   help="insert a zero-output copy after each of these layers (0-based, like 1,3)")
     args = p.parse_args()
     return {"data": cmd_data, "train": cmd_train, "export": cmd_export, "eval": cmd_eval,
-            "probe": cmd_probe}[args.cmd](args)
+            "probe": cmd_probe, "grow": cmd_grow}[args.cmd](args)
 
 
 if __name__ == "__main__":

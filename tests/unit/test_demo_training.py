@@ -416,3 +416,30 @@ def test_the_large_shape_still_ships_within_30_mb_in_fp16():
     large = sum(p.numel() for p in build_model("attention", tokenizer, 0, "large").parameters())
     tokenizer_bytes = sum(f.stat().st_size for f in DEFAULT_OUT.glob("tokenizer*"))
     assert large > 1.4 * default and 2 * large + tokenizer_bytes < 30e6, (default, large)
+
+
+def test_a_grown_model_computes_what_the_original_did_and_its_new_layers_can_learn():
+    from transformers import AutoModelForCausalLM, Qwen3MoeConfig
+
+    from tools.demo_model.grow import grow, layer_plan
+
+    torch.manual_seed(0)
+    config = Qwen3MoeConfig(vocab_size=97, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                            num_key_value_heads=2, head_dim=8, num_experts=4, num_experts_per_tok=2,
+                            moe_intermediate_size=16, intermediate_size=16, tie_word_embeddings=True)
+    model = AutoModelForCausalLM.from_config(config).eval()
+    ids = torch.randint(0, 97, (2, 11))
+    grown = grow(model, [0, 2]).eval()
+    assert grown.config.num_hidden_layers == 5 and model.config.num_hidden_layers == 3
+    with torch.no_grad():
+        assert torch.equal(grown(ids).logits, model(ids).logits)
+    # the inserted layers (1 and 4) copy their originals' inputs but start writing nothing
+    new = grown.model.layers[1]
+    assert torch.equal(new.self_attn.q_proj.weight, model.model.layers[0].self_attn.q_proj.weight)
+    assert not new.self_attn.o_proj.weight.any() and not new.mlp.experts.down_proj.any()
+    grown.train()
+    grown(ids, labels=ids).loss.backward()
+    assert new.self_attn.o_proj.weight.grad.abs().sum() > 0  # so training moves them off zero
+    assert layer_plan(3, [2, 2]) == [(0, False), (1, False), (2, False), (2, True), (2, True)]
+    with pytest.raises(ValueError, match="no layer 3"):
+        layer_plan(3, [3])
