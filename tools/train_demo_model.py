@@ -288,10 +288,11 @@ def model_and_state(args, tokenizer, state_path: Path):
     from --init-from's weights or freshly initialised."""
     import torch
 
-    model = model_of_shape(saved_config(state_path) or init_config(args.init_from)) \
-        or build_model(args.kind, tokenizer, args.seed, args.size)
-    if state_path.exists():
-        state = torch.load(state_path, weights_only=False, map_location="cpu")
+    state = torch.load(state_path, weights_only=False, map_location="cpu") if state_path.exists() else None
+    # the shape a state was saved in (states before grown models had none), else --init-from's
+    shape = state.get("config") if state else init_config(args.init_from)
+    model = model_of_shape(shape) or build_model(args.kind, tokenizer, args.seed, args.size)
+    if state:
         model.load_state_dict(state["model"])
         print(f"resumed at step {state['step']}", flush=True)
         return model, state
@@ -301,15 +302,6 @@ def model_and_state(args, tokenizer, state_path: Path):
         model.load_state_dict(AutoModelForCausalLM.from_pretrained(args.init_from, dtype=torch.float32).state_dict())
         print(f"weights from {args.init_from}", flush=True)
     return model, None
-
-
-def saved_config(state_path: Path) -> dict | None:
-    """The model config a run's state was saved with (states before grown models had none)."""
-    import torch
-
-    if not state_path.exists():
-        return None
-    return torch.load(state_path, weights_only=False, map_location="cpu").get("config")
 
 
 def init_config(init_from: Path | None) -> dict | None:
@@ -449,7 +441,7 @@ def main() -> int:
     t.add_argument("--steps", type=parse_steps, default=4000,
                    help="length of the schedule, or auto: fitted to --minutes after the warmup (a fresh run)")
     t.add_argument("--stop-at", type=int, help="stop (and save) after this step; the schedule still spans --steps")
-    t.add_argument("--init-from", type=Path, help="start from this exported checkpoint's weights and tokenizer "
+    t.add_argument("--init-from", type=Path, help="start from this exported checkpoint's weights, shape and tokenizer "
                    "(to continue training the shipped model in a later session)")
     t.add_argument("--minutes", type=float, default=600.0, help="stop (and save) after this long")
     t.add_argument("--lr", type=float, default=2e-3)
