@@ -11,7 +11,10 @@ mean something (their queries, keys, router and experts) instead of noise.
 
 from __future__ import annotations
 
+import copy
 import re
+
+import torch
 
 ZEROED = ("self_attn.o_proj.weight", "mlp.experts.down_proj")  # a layer's writes to the residual
 LAYER_KEY = re.compile(r"^model\.layers\.(\d+)\.(.+)$")
@@ -42,10 +45,9 @@ def grown_state(state: dict, plan: list[tuple[int, bool]]) -> dict:
             out[key] = tensor
     for new_index, (source, inserted) in enumerate(plan):
         for name, tensor in by_layer[source].items():
-            copy = tensor.clone()
-            if inserted and name in ZEROED:
-                copy.zero_()
-            out[f"model.layers.{new_index}.{name}"] = copy
+            # shared tensors are fine: load_state_dict copies them into the grown model
+            zeroed = inserted and name in ZEROED
+            out[f"model.layers.{new_index}.{name}"] = torch.zeros_like(tensor) if zeroed else tensor
     return out
 
 
@@ -56,8 +58,8 @@ def grow(model, after: list[int]):
     if model.config.model_type != "qwen3_moe":
         raise ValueError(f"growing needs an attention-only qwen3_moe model, not {model.config.model_type}")
     plan = layer_plan(model.config.num_hidden_layers, after)
-    config = model.config.__class__.from_dict(model.config.to_dict())
+    config = copy.deepcopy(model.config)
     config.num_hidden_layers = len(plan)
-    grown = AutoModelForCausalLM.from_config(config).to(model.dtype)
+    grown = AutoModelForCausalLM.from_config(config, dtype=model.dtype)
     grown.load_state_dict(grown_state(model.state_dict(), plan))
     return grown
