@@ -400,6 +400,29 @@ def cmd_grow(args) -> int:
     return 0
 
 
+def cmd_split_names(args) -> int:
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from tools.demo_model.split_names import compound_names, split_compounds
+
+    if not (args.model / "tokenizer.json").exists():
+        raise SystemExit(f"split-names: {args.model} holds no tokenizer.json")
+    if args.out.resolve() != args.model.resolve():
+        shutil.copytree(args.model, args.out, dirs_exist_ok=True)
+    original = json.loads((args.model / "tokenizer.json").read_text(encoding="utf-8"))
+    split = split_compounds(original, compound_names())
+    (args.out / "tokenizer.json").write_text(json.dumps(split, ensure_ascii=False), encoding="utf-8")
+    tokenizer = AutoTokenizer.from_pretrained(args.out)
+    parts = [tokenizer.tokenize(name) for name in compound_names()]
+    removed = len(original["model"]["merges"]) - len(split["model"]["merges"])
+    print(f"{args.out}: {removed} merges removed; of {len(parts)} compound names, "
+          f"{sum(len(p) == 2 for p in parts)} are word + suffix, {sum(len(p) > 2 for p in parts)} more pieces, "
+          f"{sum(len(p) == 1 for p in parts)} one token")
+    return 0
+
+
 def layer_list(text: str) -> list[int]:
     try:
         return [int(part) for part in text.split(",")]
@@ -503,9 +526,14 @@ def main() -> int:
     g.add_argument("--out", type=Path, required=True)
     g.add_argument("--after", type=layer_list, required=True,
                    help="insert a zero-output copy after each of these layers (0-based, like 1,3)")
+    n = sub.add_parser("split-names", help="spell compound package names with frequent tokens "
+                       "(tools/demo_model/split_names.py)")
+    n.add_argument("--model", type=Path, default=DEFAULT_OUT, help="the exported checkpoint whose tokenizer to change")
+    n.add_argument("--out", type=Path, required=True, help="where the checkpoint goes with the changed tokenizer")
     args = p.parse_args()
     return {"data": cmd_data, "train": cmd_train, "export": cmd_export, "eval": cmd_eval,
-            "probe": cmd_probe, "grow": cmd_grow}[args.cmd](args)
+            "probe": cmd_probe, "grow": cmd_grow,
+            "split-names": cmd_split_names}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -443,3 +443,28 @@ def test_a_grown_model_computes_what_the_original_did_and_its_new_layers_can_lea
     assert layer_plan(3, [2, 2]) == [(0, False), (1, False), (2, False), (2, True), (2, True)]
     with pytest.raises(ValueError, match="no layer 3"):
         layer_plan(3, [3])
+
+
+def test_splitting_compound_names_spells_them_with_their_words_and_keeps_other_tokens():
+    import json
+
+    from tokenizers import Tokenizer
+
+    from tools.demo_model.split_names import compound_names, split_compounds
+
+    compounds = compound_names(("path", "calc"), ("kit", "ops", ""))
+    assert compounds == {"pathkit": ("path", "kit"), "pathops": ("path", "ops"),
+                         "calckit": ("calc", "kit"), "calcops": ("calc", "ops")}
+    # `cops` is frequent enough to be merged before `calc` is, so it would cross calc|ops
+    corpus = " ".join(["pathops calcops pathkit calckit"] * 40 + ["cops"] * 120 + ["path calc kit ops"] * 20
+                      + ["read the file and run the tests"] * 20)
+    before = Tokenizer.from_str(train_tokenizer([corpus], 320).backend_tokenizer.to_str())
+    assert all(len(before.encode(name).tokens) == 1 for name in compounds)
+    after = Tokenizer.from_str(json.dumps(split_compounds(json.loads(before.to_str()), compounds)))
+    for name, (word, suffix) in compounds.items():
+        assert after.encode(name).tokens == [word, suffix]
+    for word in ("path", "calc", "kit", "ops"):
+        assert after.encode(word).tokens == [word]
+    plain = "read the file and run the tests"
+    assert after.encode(plain).ids == before.encode(plain).ids
+    assert after.decode(after.encode(corpus).ids) == corpus
