@@ -411,15 +411,16 @@ def cmd_split_names(args) -> int:
         raise SystemExit(f"split-names: {args.model} holds no tokenizer.json")
     if args.out.resolve() != args.model.resolve():
         shutil.copytree(args.model, args.out, dirs_exist_ok=True)
+    compounds = compound_names()
     original = json.loads((args.model / "tokenizer.json").read_text(encoding="utf-8"))
-    split = split_compounds(original, compound_names())
+    split = split_compounds(original, compounds)
     (args.out / "tokenizer.json").write_text(json.dumps(split, ensure_ascii=False), encoding="utf-8")
-    tokenizer = AutoTokenizer.from_pretrained(args.out)
-    parts = [tokenizer.tokenize(name) for name in compound_names()]
+    tokenizer = AutoTokenizer.from_pretrained(args.out)  # as the engine will load it
+    pieces = {name: tokenizer.tokenize(name) for name in compounds}
     removed = len(original["model"]["merges"]) - len(split["model"]["merges"])
-    print(f"{args.out}: {removed} merges removed; of {len(parts)} compound names, "
-          f"{sum(len(p) == 2 for p in parts)} are word + suffix, {sum(len(p) > 2 for p in parts)} more pieces, "
-          f"{sum(len(p) == 1 for p in parts)} one token")
+    print(f"{args.out}: {removed} merges removed; of {len(compounds)} compound names, "
+          f"{sum(pieces[n] == list(parts) for n, parts in compounds.items())} are word + suffix, "
+          f"{sum(len(p) == 1 for p in pieces.values())} still one token")
     return 0
 
 
