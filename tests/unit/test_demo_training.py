@@ -155,6 +155,23 @@ def test_invented_names_replace_a_sessions_names_consistently_everywhere():
     assert new_package != package and new_package in text  # one package name, used wherever the old one was
 
 
+def test_renaming_keeps_the_name_of_the_function_an_add_function_task_asks_for():
+    import json
+
+    from tools.demo_model.families import NEW_FUNCTIONS
+    from tools.demo_model.rename import renamed, session_names
+
+    os.environ.update(GIT_ENV)
+    session = generate(2, "add-function")
+    asked = next(f.name for f in NEW_FUNCTIONS if f"`{f.signature}`" in session["messages"][1]["content"])
+    names = session_names(session)
+    assert asked not in names and next(iter(session["files"])).split("/")[0] in names
+    fresh = renamed(session, random.Random(0), ["lantern", "harbor", "meadow", "cobalt", "willow", "ember"])
+    edit = next(json.loads(c["function"]["arguments"]) for m in fresh["messages"] for c in m.get("tool_calls") or []
+                if c["function"]["name"] == "edit_file")
+    assert f"def {asked}(" in edit["new_string"]  # its body still follows its own name
+
+
 def test_parameters_and_locals_are_renamed_but_not_names_used_as_attributes():
     from tools.demo_model.rename import local_names
 

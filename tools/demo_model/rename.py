@@ -22,7 +22,7 @@ import keyword
 import random
 import re
 
-from tools.demo_model.families import numeric_functions
+from tools.demo_model.families import NEW_FUNCTIONS, numeric_functions
 
 ONSETS = "b c d f g h j k l m n p r s t v w z br cr dr fl gr kl pl pr st tr sk".split()
 VOWELS = "a e i o u a e o".split()
@@ -32,7 +32,10 @@ KEEP = set(keyword.kwlist) | {"test", "tests", "main", "self", "cls", "print", "
 # A fix-bug task's bug is known by its function's name (a median of an even-length list is
 # the mean of the two middle values); renamed, the right fix is unknowable and the model
 # learns to guess one (the runs after K wrote mean's, clamp's or mode's fix for the demo's median).
-MEANINGFUL = {bug.name for bug in numeric_functions({"xs": "xs", "ordered": "o", "mid": "m"})}
+# Likewise the add-function family's new function: renamed, its body is no longer tied to its
+# name, and runs up to S2 wrote count_vowels' body under strip_digits' signature.
+MEANINGFUL = ({bug.name for bug in numeric_functions({"xs": "xs", "ordered": "o", "mid": "m"})}
+              | {new.name for new in NEW_FUNCTIONS})
 
 
 def invented_word(rng: random.Random) -> str:
