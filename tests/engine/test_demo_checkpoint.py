@@ -2,6 +2,8 @@
 decodes several tokens per forward pass and writes a tool call that parses."""
 
 import asyncio
+import sys
+from pathlib import Path
 
 from clover_code.agent.instructions import render_system_prompt
 from clover_code.engine import ChatRequest
@@ -9,6 +11,9 @@ from clover_code.engine.embedded import EmbeddedEngine
 from clover_code.engine.toolcalls import split_text
 from clover_code.models import demo_model
 from clover_code.tools import default_registry
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tools.demo_model.split_names import compound_names  # noqa: E402
 
 RENAME = ("Rename the function `calc_total` in the shop package to `order_total`, everywhere:\n"
           "its definition, every import and call site, and the tests. No `calc_total` may remain.\n"
@@ -37,3 +42,16 @@ def test_demo_checkpoint_decodes_in_parallel_and_calls_a_tool(tmp_path):
     assert calls and calls[0].call is not None, "".join(b.text for b in blocks)
     registry = default_registry()
     assert not isinstance(registry.validate(calls[0].call.name, calls[0].call.arguments), str)
+
+
+def test_the_demo_tokenizer_spells_package_names_in_several_tokens():
+    # a compound package name as a token of its own is rare in training and does not copy
+    # (tools/demo_model/split_names.py); the shipped tokenizer must not make one
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(demo_model())
+    compounds = compound_names()
+    pieces = {name: tokenizer.tokenize(f"{name}/") for name in compounds}
+    assert all(len(p) >= 3 for p in pieces.values()), [n for n, p in pieces.items() if len(p) < 3]
+    as_word_and_suffix = [n for n, (word, suffix) in compounds.items() if pieces[n] == [word, suffix, "/"]]
+    assert len(as_word_and_suffix) >= 0.9 * len(compounds)
