@@ -33,7 +33,7 @@ KEEP = set(keyword.kwlist) | {"test", "tests", "main", "self", "cls", "print", "
 # the mean of the two middle values); renamed, the right fix is unknowable and the model
 # learns to guess one (the runs after K wrote mean's, clamp's or mode's fix for the demo's median).
 # Likewise the add-function family's new function: renamed, its body is no longer tied to its
-# name, and runs up to S2 wrote count_vowels' body under strip_digits' signature.
+# name, and runs up to N2 wrote count_vowels' body under strip_digits' signature.
 MEANINGFUL = ({bug.name for bug in numeric_functions({"xs": "xs", "ordered": "o", "mid": "m"})}
               | {new.name for new in NEW_FUNCTIONS})
 
