@@ -2,8 +2,6 @@
 decodes several tokens per forward pass and writes a tool call that parses."""
 
 import asyncio
-import sys
-from pathlib import Path
 
 from clover_code.agent.instructions import render_system_prompt
 from clover_code.engine import ChatRequest
@@ -11,9 +9,7 @@ from clover_code.engine.embedded import EmbeddedEngine
 from clover_code.engine.toolcalls import split_text
 from clover_code.models import demo_model
 from clover_code.tools import default_registry
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tools.demo_model.split_names import compound_names  # noqa: E402
+from tools.demo_model.split_names import compound_names
 
 RENAME = ("Rename the function `calc_total` in the shop package to `order_total`, everywhere:\n"
           "its definition, every import and call site, and the tests. No `calc_total` may remain.\n"

@@ -11,12 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from tools.demo_model.chat import CHAT_TEMPLATE, check_row, render, session_row, train_tokenizer
+from tools.demo_model.sessions import GIT_ENV, generate
+from tools.demo_model.train import BLOCK, forward, step_loss, two_stream
 
-from tools.demo_model.chat import CHAT_TEMPLATE, check_row, render, session_row, train_tokenizer  # noqa: E402
-from tools.demo_model.sessions import GIT_ENV, generate  # noqa: E402
-from tools.demo_model.train import BLOCK, forward, step_loss, two_stream  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def small_setup(extra_text: str = "", vocab: int = 400):
