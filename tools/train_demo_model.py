@@ -203,7 +203,7 @@ def cmd_train(args) -> int:
         if phase:
             source.rates = dataclasses.replace(rates, drill=phase.drill, rename=phase.rename)
             print(f"step {step}: drills {phase.drill:g}, renamed {phase.rename:g}", flush=True)
-        return batches(args, source, rng, step)
+        return batches(args, source, rng, step, model)
 
     phase = plan.phase_at(step)
     next_batch = begin(phase)  # before CUDA starts: data workers fork from this process
@@ -323,25 +323,35 @@ def model_of_shape(config: dict | None):
     return AutoModelForCausalLM.from_config(shape, dtype=torch.float32)  # training's dtype, whatever it shipped in
 
 
-def batches(args, source, rng: random.Random, step: int):
+def batches(args, source, rng: random.Random, step: int, model):
     """The batch maker: one row at a time from the run's generator (its state is saved
     with the run), or, with --batch-tokens, rows packed into padded batches by
-    --workers processes (their generators seeded by the run's seed and this step)."""
+    --workers processes (their generators seeded by the run's seed and this step).
+    With --on-policy-rate, that share of rows trains one of its copies on the states the
+    model's own decoding visits (tools/demo_model/on_policy.py)."""
     import torch
 
     from tools.demo_model.mix import PackedBatches
+    from tools.demo_model.on_policy import visited_states
     from tools.demo_model.train import one_block, two_stream
 
     tokenizer = source.tokenizer
+    mask_id, filler = tokenizer.mask_token_id, tokenizer.pad_token_id
+    stop_ids = frozenset({tokenizer.eos_token_id, filler})  # as the engine's (<|im_end|>, <|endoftext|>)
     if not args.batch_tokens:
         def one():
             row = source.next_row(rng)
-            if args.kind == "attention":
-                return two_stream(row, tokenizer.mask_token_id, tokenizer.pad_token_id, rng, args.copies)
-            return one_block(row, tokenizer.mask_token_id, tokenizer.pad_token_id, rng)
+            if args.kind != "attention":
+                return one_block(row, mask_id, filler, rng)
+            if not args.on_policy_rate or rng.random() >= args.on_policy_rate:
+                return two_stream(row, mask_id, filler, rng, args.copies)
+            states = visited_states(model, row, mask_id, filler, stop_ids, rng, args.on_policy_rounds)
+            return two_stream(row, mask_id, filler, rng, args.copies - 1, states)
         return one
     if args.kind != "attention":
         raise SystemExit("--batch-tokens packs two-stream rows: attention models only")
+    if args.on_policy_rate:
+        raise SystemExit("--on-policy-rate decodes with the model being trained: one row at a time, not --batch-tokens")
     packed = PackedBatches(source, f"{args.seed}/{step}", args.batch_tokens, args.copies)
     loader = torch.utils.data.DataLoader(packed, batch_size=None, num_workers=args.workers,
                                          prefetch_factor=4 if args.workers else None)
@@ -491,6 +501,11 @@ def main() -> int:
                    help="share of the sequences that are bare copy rows (tools/demo_model/copy_task.py)")
     t.add_argument("--copy-noise", type=int, default=40,
                    help="most random words either side of a copy row's span (0: the bare span)")
+    t.add_argument("--on-policy-rate", type=float, default=0.0,
+                   help="share of the rows whose last noisy copy is a state the model's own decoding visits, "
+                        "the one before its first wrong commit if any (tools/demo_model/on_policy.py)")
+    t.add_argument("--on-policy-rounds", type=int, default=6,
+                   help="most denoising passes per row for --on-policy-rate (each a forward pass without gradients)")
     t.add_argument("--aux", type=float, default=0.01, help="MoE load-balancing loss weight")
     t.add_argument("--size", choices=("default", "large"), default="default",
                    help="the model's shape (SIZES; large: attention only, 6 layers, 12M parameters)")

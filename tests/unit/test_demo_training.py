@@ -2,6 +2,7 @@
 tokenize as the engine tokenizes their prompts, and the two-stream objective shows each
 noisy block exactly the logits the engine's denoiser computes for it."""
 
+import dataclasses
 import os
 import re
 import random
@@ -484,3 +485,47 @@ def test_splitting_compound_names_spells_them_with_their_words_and_keeps_other_t
     plain = "read the file and run the tests"
     assert after.encode(plain).ids == before.encode(plain).ids
     assert after.decode(after.encode(corpus).ids) == corpus
+
+
+def test_an_on_policy_block_is_the_engines_own_state_before_its_first_wrong_commit():
+    """The first block of a turn is given the tokens the engine's decoding writes there,
+    except the one it commits at its third step: the block must train on the engine's
+    state before that step (what it had committed in steps one and two, the rest masked)."""
+    from clover_code.engine.decoding import DecodeOptions, decode_blocks
+    from clover_code.engine.denoisers import ModelDenoiser, read_props
+    from tools.demo_model.on_policy import visited_states
+
+    tokenizer, row, model, _ = tiny_two_stream_setup()
+    mask = tokenizer.mask_token_id
+    start, _ = next((s, e) for s, e in row.turns if e - s >= BLOCK)
+    denoiser = ModelDenoiser(model, read_props(model.config, tokenizer), "attention")
+    denoiser.commit(torch.tensor(row.ids[:start]))
+    steps = []
+    written = next(decode_blocks(denoiser, None, DecodeOptions(mask_id=mask, max_tokens=BLOCK),
+                                 on_step=steps.append)).tokens
+    assert len(steps) >= 3
+    ids = list(row.ids)
+    ids[start:start + BLOCK] = written
+    wrong = steps[2].newly[0]
+    ids[start + wrong] = next(t for t in range(len(tokenizer)) if t not in (written[wrong], mask))
+    row = dataclasses.replace(row, ids=ids)
+
+    states = visited_states(model, row, mask, tokenizer.pad_token_id, frozenset(), random.Random(0), rounds=40)
+    state = next(noisy for s, _, noisy in states if s == start)
+    before = {i for step in steps[:2] for i in step.newly}
+    assert state == [ids[start + i] if i in before else mask for i in range(BLOCK)]
+
+
+def test_on_policy_states_keep_their_true_tokens_and_train_only_the_masked_positions():
+    from tools.demo_model.on_policy import visited_states
+
+    tokenizer, row, model, _ = tiny_two_stream_setup()
+    mask, filler = tokenizer.mask_token_id, tokenizer.pad_token_id
+    states = visited_states(model, row, mask, filler, frozenset(), random.Random(1), rounds=3)
+    batch = two_stream(row, mask, filler, random.Random(1), 0, states)
+    assert [s for s, _, _ in states] == [s for s, e in row.turns for s in range(s, e, BLOCK)]
+    for start, block, noisy in states:
+        assert all(t in (mask, b) for t, b in zip(noisy, block))
+    hidden = [(k, j) for k, (_, _, noisy) in enumerate(states) for j in range(BLOCK) if noisy[j] == mask]
+    assert batch.rows.tolist() == [batch.noisy_from + k * BLOCK + j for k, j in hidden]
+    assert batch.targets.tolist() == [states[k][1][j] for k, j in hidden]

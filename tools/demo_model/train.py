@@ -75,19 +75,22 @@ def noise(block: list[int], mask_id: int, rng: random.Random) -> tuple[list[int]
     return noisy, hidden
 
 
-def two_stream(row: Row, mask_id: int, filler: int, rng: random.Random, copies: int) -> Batch:
-    """Clean sequence + `copies` noisy versions of each assistant block."""
+def two_stream(row: Row, mask_id: int, filler: int, rng: random.Random, copies: int,
+               states: list[tuple[int, list[int], list[int]]] = ()) -> Batch:
+    """Clean sequence + `copies` noisy versions of each assistant block with random masks,
+    then the given (start, block, noisy block) states (tools/demo_model/on_policy.py)."""
     L = len(row.ids)
     ids, pos, targets, where, starts = list(row.ids), list(range(L)), [], [], []
-    for _ in range(copies):
-        for start, block in turn_blocks(row, filler):
-            noisy, hidden = noise(block, mask_id, rng)
-            at = len(ids)
-            starts.append(start)
-            ids += noisy
-            pos += range(start, start + BLOCK)
-            targets += [block[j] for j in hidden]
-            where += [at + j for j in hidden]
+    randomly = [(start, block, *noise(block, mask_id, rng)) for _ in range(copies)
+                for start, block in turn_blocks(row, filler)]
+    given = [(start, block, noisy, [j for j, t in enumerate(noisy) if t == mask_id]) for start, block, noisy in states]
+    for start, block, noisy, hidden in randomly + given:
+        at = len(ids)
+        starts.append(start)
+        ids += noisy
+        pos += range(start, start + BLOCK)
+        targets += [block[j] for j in hidden]
+        where += [at + j for j in hidden]
     return Batch(torch.tensor([ids]), torch.tensor([pos]), None, Layout.of(L, starts), torch.tensor(targets),
                  torch.tensor(where), L, answer_positions(row, L), torch.arange(1, L), len(ids))
 
