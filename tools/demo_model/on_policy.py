@@ -22,9 +22,7 @@ from clover_code.engine import DEFAULT_THRESHOLD
 from clover_code.engine.decoding import needed_limit, select_commits
 from tools.demo_model.attention import BLOCK, Layout
 from tools.demo_model.chat import Row
-from tools.demo_model.train import Batch, forward, turn_blocks
-
-State = tuple[int, list[int], list[int]]  # (start position, 32 target ids, 32 ids with masks)
+from tools.demo_model.train import Batch, State, forward, turn_blocks
 
 
 @torch.no_grad()

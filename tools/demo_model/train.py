@@ -75,8 +75,11 @@ def noise(block: list[int], mask_id: int, rng: random.Random) -> tuple[list[int]
     return noisy, hidden
 
 
+State = tuple[int, list[int], list[int]]  # a noisy block: (start position, 32 target ids, 32 ids with masks)
+
+
 def two_stream(row: Row, mask_id: int, filler: int, rng: random.Random, copies: int,
-               states: list[tuple[int, list[int], list[int]]] = ()) -> Batch:
+               states: list[State] = ()) -> Batch:
     """Clean sequence + `copies` noisy versions of each assistant block with random masks,
     then the given (start, block, noisy block) states (tools/demo_model/on_policy.py)."""
     L = len(row.ids)
