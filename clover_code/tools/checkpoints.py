@@ -9,7 +9,8 @@ folder; no .git is ever created in it.
 
 Undo restores a checkpoint's tree exactly with a two-tree `read-tree -u`: only files
 that differ are rewritten, files created since are removed, deleted ones come back.
-Ignored files (build output, venvs) are neither saved nor touched.
+Ignored files (build output, venvs) are neither saved nor touched. Git runs inside the
+sandbox like every other git command (tools/gitrun.py), with hooks turned off.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import tempfile
 import threading
 import time
@@ -25,13 +25,14 @@ import uuid
 from pathlib import Path
 
 from clover_code.tools import ToolError
+from clover_code.tools.gitrun import Git
 
 IDENTITY = {"GIT_AUTHOR_NAME": "clover-code", "GIT_AUTHOR_EMAIL": "clover-code@localhost",
             "GIT_COMMITTER_NAME": "clover-code", "GIT_COMMITTER_EMAIL": "clover-code@localhost"}
 # Derived trees nobody wants snapshotted in a folder without its own .gitignore.
 SHADOW_EXCLUDES = "node_modules/\n.venv/\nvenv/\n__pycache__/\n*.pyc\n.mypy_cache/\n.pytest_cache/\n"
-# Never run repository-configured programs from the snapshot path.
-SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+# Snapshots run no hooks (there are none for plumbing; this keeps it so).
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
 LISTED = 8  # file names shown per kind in an undo summary
 KEEP_DAYS = 14  # checkpoint refs of older sessions are dropped (their objects then age out in gc)
 
@@ -45,11 +46,14 @@ def default_cache_dir() -> Path:
 
 
 class Checkpoints:
-    def __init__(self, root: str | Path, *, cache_dir: Path | None = None):
+    def __init__(self, root: str | Path, *, cache_dir: Path | None = None, git: Git | None = None):
         self.root = Path(root).resolve()
         self._cache_dir = cache_dir or default_cache_dir()
+        self._runner = git or Git(self.root)
         self._lock = threading.Lock()
         self._git_dir: Path | None = None  # found on first use
+        self._writable: tuple[Path, ...] = ()  # the git dirs snapshots write to
+        self._read_only: tuple[Path, ...] = ()  # their config and hooks
         self._shadow = False  # True: a private repository, not the user's
         self._tmp = tempfile.TemporaryDirectory(prefix="clover-checkpoints-")
         self._index = Path(self._tmp.name) / "index"  # private index, kept warm across snapshots
@@ -129,25 +133,25 @@ class Checkpoints:
         return [(fields[i], fields[i + 1]) for i in range(0, len(fields) - 1, 2)]
 
     def _find_git_dir(self) -> Path:
-        found = subprocess.run(["git", "rev-parse", "--show-toplevel", "--absolute-git-dir"],
-                               cwd=self.root, env=_clean_env(), capture_output=True, text=True)
-        lines = found.stdout.splitlines()
-        if found.returncode == 0 and len(lines) == 2 and Path(lines[0]).resolve() == self.root:
-            return Path(lines[1])
+        repository = self._runner.repository()
+        if repository is not None and repository.top == self.root:
+            self._writable, self._read_only = repository.writable(), repository.read_only()
+            return repository.git_dir
         self._shadow = True
         return self._shadow_repo()
 
     def _shadow_repo(self) -> Path:
         key = hashlib.sha256(str(self.root).encode()).hexdigest()[:16]
         shadow = self._cache_dir / "shadow" / f"{self.root.name}-{key}.git"
+        self._writable = (shadow,)
         if not (shadow / "HEAD").exists():
-            shadow.parent.mkdir(parents=True, exist_ok=True)
-            _run(["git", "init", "-q", "--bare", str(shadow)], self.root, _clean_env())
-            _run(["git", "--git-dir", str(shadow), "config", "core.bare", "false"], self.root, _clean_env())
-            _run(["git", "--git-dir", str(shadow), "config", "core.worktree", str(self.root)],
-                 self.root, _clean_env())
+            shadow.mkdir(parents=True, exist_ok=True)
+            self._git("init", "-q", "--bare", str(shadow))
+            self._git("--git-dir", str(shadow), "config", "core.bare", "false")
+            self._git("--git-dir", str(shadow), "config", "core.worktree", str(self.root))
             (shadow / "info").mkdir(exist_ok=True)
             (shadow / "info" / "exclude").write_text(SHADOW_EXCLUDES)
+        self._read_only = (shadow / "config",)
         return shadow
 
     def _seed_index(self) -> None:
@@ -171,26 +175,20 @@ class Checkpoints:
 
     def _git(self, *args: str, strip: bool = True, check: bool = True,
              input: str | None = None) -> str | None:
-        env = {**_clean_env(), **IDENTITY, "GIT_DIR": str(self._git_dir), "GIT_WORK_TREE": str(self.root),
-               "GIT_INDEX_FILE": str(self._index)}
-        done = subprocess.run(["git", *SAFE_CONFIG, *args], cwd=self.root, env=env, capture_output=True,
-                              text=True, errors="replace", input=input)
-        if done.returncode != 0:
+        env = {**IDENTITY, "GIT_INDEX_FILE": str(self._index)}
+        if self._git_dir is not None:
+            env |= {"GIT_DIR": str(self._git_dir), "GIT_WORK_TREE": str(self.root)}
+        writable = (*self._writable, self._index.parent)
+        try:
+            done = self._runner.run(*NO_HOOKS, *args, writable=writable, read_only=self._read_only,
+                                    visible=(self.root,), env=env, input=input, check=False)
+        except ToolError as exc:
+            raise CheckpointError(f"checkpoint failed: {exc}") from None
+        if done.code != 0:
             if not check:
                 return None
-            raise CheckpointError(f"checkpoint failed: git {args[0]}: {done.stderr.strip()}")
-        return done.stdout.strip() if strip else done.stdout
-
-
-def _clean_env() -> dict[str, str]:
-    """Our environment without GIT_* variables that would point git elsewhere."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | {"GIT_TERMINAL_PROMPT": "0"}
-
-
-def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> None:
-    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise CheckpointError(f"checkpoint failed: {' '.join(argv[:3])}: {done.stderr.strip()}")
+            raise CheckpointError(f"checkpoint failed: git {args[0]}: {done.err.strip()}")
+        return done.out.strip() if strip else done.out
 
 
 def _summary(turn: int, changes: list[tuple[str, str]]) -> str:

@@ -1,66 +1,65 @@
-"""Git tools (GitPython): status, diff, log, commit; and turn checkpoints for undo.
+"""Git tools: status, diff, log, commit; and turn checkpoints for undo.
 
-These run outside the sandbox, so they never run programs a repository could have
-configured for the read path (`core.fsmonitor`), and git_commit never amends, pushes
-or rewrites history: it only adds a new commit on the current branch.
+Every git command runs through tools/gitrun.py, inside the sandbox. git_commit never
+amends, pushes or rewrites history: it only adds a new commit on the current branch.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Callable
 
 from pydantic import BaseModel, Field
 
 from clover_code.tools import ToolContext, ToolError, ToolResult
 from clover_code.tools.checkpoints import Checkpoints
+from clover_code.tools.gitrun import Git, GitResult, Repository
 from clover_code.tools.shell import OutputCap
 
-__all__ = ["TOOLS", "Checkpoints", "GitStatus", "GitDiff", "GitLog", "GitCommit"]
+__all__ = ["TOOLS", "Checkpoints", "GitStatus", "GitDiff", "GitLog", "GitCommit", "workspace_git"]
 
-SAFE_CONFIG = ["-c", "core.fsmonitor=false", "-c", "color.ui=false", "-c", "core.quotePath=false"]
 DIFF_HEAD_BYTES, DIFF_TAIL_BYTES = 40_000, 10_000
 STATUS_LINES = 400
+
+
+def workspace_git(ctx: ToolContext) -> Git:
+    """The session's git runner (made at start-up), or one for this call."""
+    return ctx.git or Git(ctx.workspace.root, sandbox=ctx.sandbox, policy=ctx.policy)
 
 
 class _Git:
     """One repository, found from the workspace root (which may be a sub-folder of it)."""
 
     def __init__(self, ctx: ToolContext):
-        import git  # GitPython costs ~0.1 s to import: only when a git tool runs
-
         self.workspace = ctx.workspace
-        try:
-            self.repo = git.Repo(ctx.workspace.root, search_parent_directories=True)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        self.git = workspace_git(ctx)
+        repository = self.git.repository()
+        if repository is None:
             raise ToolError(
                 f"{ctx.workspace.root} is not inside a git repository; the git tools need one "
                 "(the user can run `git init` to make one)"
-            ) from None
-        if self.repo.bare:
-            raise ToolError(f"{ctx.workspace.root} is a bare git repository, with no work tree")
+            )
+        self.repository: Repository = repository
 
-    def run(self, *args: str, check: bool = True) -> tuple[int, str, str]:
-        status, out, err = self.repo.git.execute(
-            ["git", *SAFE_CONFIG, *args], with_extended_output=True, with_exceptions=False,
-            strip_newline_in_stdout=False,
-        )
-        if check and status != 0:
-            raise ToolError(f"git {args[0]} failed: {(err or out).strip()}")
-        return status, out, err
+    def run(self, *args: str, check: bool = True) -> GitResult:
+        """git in the repository's top folder: paths in its output as `git status` shows them."""
+        repository = self.repository
+        return self.git.run(*args, writable=repository.writable(), read_only=repository.read_only(),
+                            visible=repository.visible(), check=check, cwd=repository.top)
 
     def out(self, *args: str) -> str:
-        return self.run(*args)[1]
+        return self.run(*args).out
 
     def pathspecs(self, paths: list[str]) -> list[str]:
         """Workspace paths (checked by the workspace policy) as paths git understands."""
         return [str(self.workspace.resolve(p)) for p in paths]
 
     def has_commits(self) -> bool:
-        return self.run("rev-parse", "--verify", "-q", "HEAD", check=False)[0] == 0
+        return self.run("rev-parse", "--verify", "-q", "HEAD", check=False).code == 0
 
 
-async def _in_thread(fn, ctx: ToolContext):
-    """Run fn(_Git) off the event loop: importing GitPython and running git both block."""
+async def _in_thread(fn: Callable[[_Git], ToolResult], ctx: ToolContext) -> ToolResult:
+    """Run fn(_Git) off the event loop: git blocks."""
     return await asyncio.to_thread(lambda: fn(_Git(ctx)))
 
 
@@ -151,7 +150,7 @@ class GitCommit:
         def commit(g: _Git) -> ToolResult:
             spec = ["--", *g.pathspecs(args.paths)] if args.paths else []
             g.out("add", "-A", *spec)
-            if g.run("diff", "--cached", "--quiet", *spec, check=False)[0] == 0:
+            if g.run("diff", "--cached", "--quiet", *spec, check=False).code == 0:
                 where = f" in {', '.join(args.paths)}" if args.paths else ""
                 raise ToolError(f"nothing to commit{where}: no changes since the last commit")
             # With paths, `git commit -- paths` commits only them and leaves other staged work staged.

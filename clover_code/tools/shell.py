@@ -16,7 +16,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from clover_code.tools import ToolContext, ToolError, ToolResult
-from clover_code.tools.sandbox import sandbox_argv, shell_env
+from clover_code.tools.proclimit import TaskWatch, limit_note, memory_note
+from clover_code.tools.sandbox import command_env, shell_argv
 
 HEAD_BYTES = 16_000  # kept from the start of the output
 TAIL_BYTES = 16_000  # kept from its end
@@ -79,6 +80,7 @@ class Outcome:
     output: str
     timed_out: bool
     cut_bytes: int
+    over_process_limit: bool = False
 
 
 def _kill_group(pid: int) -> None:
@@ -93,14 +95,19 @@ async def _drain(stream: asyncio.StreamReader, cap: OutputCap) -> None:
         cap.feed(chunk)
 
 
-async def run_command(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> Outcome:
-    """Run argv with stdout+stderr merged; kill its process group on timeout or cancellation."""
+async def run_command(argv: list[str], cwd: Path, env: dict[str, str], timeout: float,
+                      max_processes: int | None = None) -> Outcome:
+    """Run argv with stdout+stderr merged; kill its process group on timeout or cancellation.
+    With `max_processes`, argv is a sandbox whose tasks are counted (tools/proclimit.py)."""
     proc = await asyncio.create_subprocess_exec(
         *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT, start_new_session=True,
     )
     cap = OutputCap()
+    assert proc.stdout is not None
     reader = asyncio.create_task(_drain(proc.stdout, cap))
+    watch = TaskWatch(proc.pid, max_processes) if max_processes else None
+    watcher = asyncio.create_task(watch.run_async()) if watch else None
     timed_out = False
     try:
         try:
@@ -110,24 +117,30 @@ async def run_command(argv: list[str], cwd: Path, env: dict[str, str], timeout: 
     except BaseException:  # cancelled: the user pressed Esc / the turn ended
         _kill_group(proc.pid)
         reader.cancel()
+        if watcher:
+            watcher.cancel()
         await asyncio.shield(proc.wait())
         raise
+    if watcher:
+        watcher.cancel()
     _kill_group(proc.pid)  # timeout, or background children still holding the group
     await proc.wait()
     try:
         await asyncio.wait_for(reader, DRAIN_GRACE_S)
     except TimeoutError:
         pass  # a child that left the group keeps the pipe open; stop reading it
-    return Outcome(proc.returncode, cap.text(), timed_out, cap.cut_bytes)
+    return Outcome(proc.returncode, cap.text(), timed_out, cap.cut_bytes, bool(watch and watch.hit))
 
 
-def _status_line(outcome: Outcome, timeout: float) -> str:
+def _status_line(outcome: Outcome, timeout: float, ctx: ToolContext) -> str:
+    if outcome.over_process_limit:
+        return limit_note(ctx.policy.max_processes)
     if outcome.timed_out:
         return f"[timed out after {timeout:g} s: the command and all its children were killed]"
     code = outcome.exit_code
-    if code is not None and code < 0:
-        return f"[killed by signal {-code}]"
-    return f"[exit code {code}]"
+    status = f"[killed by signal {-code}]" if code is not None and code < 0 else f"[exit code {code}]"
+    note = memory_note(outcome.output, ctx.policy.memory_mb) if ctx.sandbox else None
+    return f"{note}\n{status}" if note else status
 
 
 class RunShell:
@@ -152,19 +165,21 @@ class RunShell:
         if not cwd.is_dir():
             raise ToolError(f"cwd {args.cwd!r} is not a directory in the workspace")
         limit = min(args.timeout or ctx.shell_timeout, ctx.shell_timeout)
-        argv = sandbox_argv(workspace.root, cwd, args.command, ctx.sandbox)
+        argv = shell_argv(workspace.root, cwd, args.command, ctx.sandbox, ctx.policy)
         if ctx.checkpoints is not None:  # shell commands change files too: keep undo possible
             try:
                 await asyncio.to_thread(ctx.checkpoints.ensure)
             except ToolError as exc:
                 raise ToolError(f"{exc}; the command was not run, as it could not be undone") from None
-        outcome = await run_command(argv, cwd, shell_env(ctx.sandbox), limit)
-        status = _status_line(outcome, limit)
+        max_processes = ctx.policy.max_processes if ctx.sandbox else None
+        outcome = await run_command(argv, cwd, command_env(ctx.policy, ctx.sandbox), limit, max_processes)
+        status = _status_line(outcome, limit, ctx)
         body = outcome.output if outcome.output.strip() else "(no output)\n"
         text = body if body.endswith("\n") else body + "\n"
         data = {"exit_code": outcome.exit_code, "timed_out": outcome.timed_out,
-                "sandboxed": ctx.sandbox, "cut_bytes": outcome.cut_bytes}
-        ok = outcome.exit_code == 0 and not outcome.timed_out
+                "sandboxed": ctx.sandbox, "cut_bytes": outcome.cut_bytes,
+                "over_process_limit": outcome.over_process_limit}
+        ok = outcome.exit_code == 0 and not outcome.timed_out and not outcome.over_process_limit
         return ToolResult(ok, text + status, data)
 
 

@@ -201,9 +201,9 @@ async def test_cwd_must_stay_inside(ws: Path):
 
 
 async def test_refuses_without_bubblewrap_unless_unsandboxed(ws: Path, tmp_path: Path, monkeypatch):
-    empty = tmp_path / "empty-bin"
-    empty.mkdir()
-    monkeypatch.setenv("PATH", str(empty))  # a machine without bwrap on PATH
+    import clover_code.tools.sandbox as sandbox
+
+    monkeypatch.setattr(sandbox, "bwrap_binary", lambda: None)  # neither a system nor a bundled bwrap
     bwrap_problem.cache_clear()
     try:
         refused = await shell(make_ctx(ws), "echo hi")

@@ -338,7 +338,7 @@ class CloverApp(App):
 
         at, paths = self._paths_cache
         if time.monotonic() - at > 10:
-            paths = workspace_paths(self.cwd)
+            paths = workspace_paths(self.cwd, getattr(getattr(self.agent, "ctx", None), "git", None))
             self._paths_cache = (time.monotonic(), paths)
         return paths
 

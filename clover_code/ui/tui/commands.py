@@ -7,7 +7,6 @@ on git run in workers so the screen stays live; failures become notes, never tra
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
@@ -15,6 +14,8 @@ from rich.syntax import Syntax
 from textual.widgets import Static
 
 from clover_code.config import APPROVAL_MODES
+from clover_code.tools import ToolError
+from clover_code.tools.gitrun import Git
 
 HELP = """\
 Commands
@@ -235,15 +236,16 @@ _SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".clover",
 MAX_PATHS = 20_000
 
 
-def workspace_paths(root: Path) -> list[str]:
-    """Files for @path completion: git's view (tracked + untracked, not ignored), else a walk."""
+def workspace_paths(root: Path, git: Git | None = None) -> list[str]:
+    """Files for @path completion: git's view (tracked + untracked, not ignored), else a walk.
+    `git` is the session's runner (sandboxed, read-only here); None: a sandboxed one."""
     try:
-        out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=root,
-                             capture_output=True, text=True, timeout=5)
-        if out.returncode == 0:
-            return sorted(out.stdout.splitlines())[:MAX_PATHS]
-    except (OSError, subprocess.TimeoutExpired):
-        pass
+        out = (git or Git(root)).run("ls-files", "-co", "--exclude-standard", writable=(), check=False,
+                                     timeout=5)
+        if out.code == 0:
+            return sorted(out.out.splitlines())[:MAX_PATHS]
+    except ToolError:
+        pass  # no sandbox here: walk the folder instead
     paths: list[str] = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]
