@@ -72,6 +72,7 @@ class Git:
         self.sandbox = sandbox
         self.policy = policy or SandboxPolicy()
         self._first: Repository | None = None  # the repository as first found (session start)
+        self._looked = False  # whether _first has been looked for
 
     def repository(self) -> Repository | None:
         """The repository holding the workspace now, or None.
@@ -79,9 +80,10 @@ class Git:
         A git dir outside the workspace is only used when it is the one first found: a `.git`
         file the shell wrote could point anywhere (another project's repository, ~)."""
         found = self._discover()
+        if not self._looked:
+            self._first, self._looked = found, True
         if found is None:
             return None
-        self._first = self._first or found
         outside = [d for d in found.writable() if not d.is_relative_to(self.root)]
         if outside and found != self._first:
             raise ToolError(f"the repository at {outside[0]} appeared during this session outside the "
