@@ -1,15 +1,20 @@
 """Settings, layered: defaults < ~/.config/clover-code/config.toml < .clover/config.toml
 < environment < command-line flags.
+
+A repository's `.clover/config.toml` is written by whoever wrote the repository (a pull
+request, say), not by the user: it may set only the keys in PROJECT_KEYS.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+from clover_code.tools.policy import DEFAULT_DENY_READ, DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_MB
 
 APPROVAL_MODES = ("read-only", "ask", "auto-edit", "full-auto")
 
@@ -21,10 +26,11 @@ ENV_VARS = {
     "approval": ("CLOVER_APPROVAL",),
 }
 
-
-# A cloned repository is not trusted: its .clover/config.toml may not loosen safety or send
-# the API key elsewhere. These come only from the user's config, the environment or flags.
-USER_ONLY = frozenset({"sandbox", "approval", "allow", "endpoint", "api_key"})
+# What a project's .clover/config.toml may set: budgets of one run, nothing else. Which
+# engine, model, endpoint and key run, and what the engine decodes with (threshold,
+# block_size, timeouts), are the user's choice; so are approval, allow rules and every
+# sandbox setting. Anything else in a project file is ignored, with a notice.
+PROJECT_KEYS = frozenset({"max_turns", "max_tokens", "temperature", "shell_timeout"})
 
 
 class ConfigError(Exception):
@@ -48,6 +54,11 @@ class Settings:
     connect_timeout: float = 10.0
     idle_timeout: float = 120.0
     allow: list[str] = field(default_factory=list)  # e.g. "shell:pytest*", "edit:src/**"
+    # The sandbox's policy (clover_code.tools.policy.SandboxPolicy); the user's config only.
+    keep_env: list[str] = field(default_factory=list)  # secret-looking variables passed on anyway
+    deny_read: list[str] = field(default_factory=lambda: list(DEFAULT_DENY_READ))
+    max_processes: int = DEFAULT_MAX_PROCESSES
+    memory_mb: int = DEFAULT_MEMORY_MB
     notices: list[str] = field(default_factory=list)  # settings ignored, for the UI to show once
 
     def engine_name(self) -> str:
@@ -57,9 +68,64 @@ class Settings:
         return "remote" if self.endpoint else "embedded"
 
 
+# -- checking values ---------------------------------------------------------------------
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _text_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) and v.strip() and "\0" not in v for v in value)
+
+
+# Per key: whether a value is acceptable, and what an acceptable one looks like.
+_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "engine": (lambda v: isinstance(v, str) and bool(v), "a name: embedded, remote or scripted:FILE"),
+    "model": (lambda v: isinstance(v, str), "a string"),
+    "endpoint": (lambda v: isinstance(v, str), "a URL string"),
+    "api_key": (lambda v: isinstance(v, str), "a string"),
+    "approval": (lambda v: v in APPROVAL_MODES, "an approval mode: " + ", ".join(APPROVAL_MODES)),
+    "max_turns": (lambda v: _is_int(v) and v >= 1, "a whole number, 1 or more"),
+    "max_tokens": (lambda v: _is_int(v) and v >= 1, "a whole number, 1 or more"),
+    "temperature": (lambda v: _is_number(v) and v >= 0, "a number, 0 or more"),
+    "threshold": (lambda v: _is_number(v) and 0 < v <= 1, "a number above 0, at most 1"),
+    "block_size": (lambda v: _is_int(v) and v >= 1, "a whole number, 1 or more"),
+    "sandbox": (lambda v: isinstance(v, bool), "true or false"),
+    "shell_timeout": (lambda v: _is_number(v) and v > 0, "a number of seconds above 0"),
+    "connect_timeout": (lambda v: _is_number(v) and v > 0, "a number of seconds above 0"),
+    "idle_timeout": (lambda v: _is_number(v) and v > 0, "a number of seconds above 0"),
+    "allow": (lambda v: _text_list(v) and all(":" in r for r in v), 'a list of "KIND:PATTERN" strings'),
+    "keep_env": (lambda v: _text_list(v) and all(_ENV_NAME.match(n) for n in v),
+                 "a list of environment variable names"),
+    "deny_read": (_text_list, 'a list of paths ("~/..." or absolute)'),
+    "max_processes": (lambda v: _is_int(v) and v >= 1, "a whole number of processes, 1 or more"),
+    "memory_mb": (lambda v: _is_int(v) and v >= 1, "a whole number of megabytes, 1 or more"),
+}
+
+def _check(key: str, value: Any, source: str) -> None:
+    accepts, wanted = _CHECKS[key]
+    if not accepts(value):
+        shown = "(hidden)" if key == "api_key" else repr(value)  # a key of the wrong type is still a key
+        raise ConfigError(f"{source}: {key} = {shown} is not valid; it must be {wanted}")
+
+
+# -- reading layers ------------------------------------------------------------------------
+
+
 def user_config_path() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return Path(base) / "clover-code" / "config.toml"
+
+
+def project_config_path(cwd: Path) -> Path:
+    return Path(cwd) / ".clover" / "config.toml"
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -71,34 +137,65 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
 
 
+def _normal_keys(values: dict[str, Any]) -> dict[str, Any]:
+    """`max-turns` and `max_turns` are the same key."""
+    return {key.replace("-", "_"): value for key, value in values.items()}
+
+
 def _apply(settings: Settings, values: dict[str, Any], source: str) -> None:
-    names = {f.name: f for f in dataclasses.fields(Settings)}
+    """Set each given (not None) value, after checking its name and type."""
     for key, value in values.items():
-        key = key.replace("-", "_")
-        if key not in names:
+        if key not in _CHECKS:
             raise ConfigError(f"{source}: unknown setting {key!r}")
         if value is not None:
+            _check(key, value, source)
             setattr(settings, key, value)
+
+
+def _project_values(path: Path, settings: Settings) -> dict[str, Any]:
+    """The project file's allowed keys; the rest are named in a notice and dropped."""
+    values = _normal_keys(_read_toml(path))
+    ignored = sorted(k for k in values if k not in PROJECT_KEYS)
+    if ignored:
+        settings.notices.append(
+            f"{path}: ignored {', '.join(map(_shown_key, ignored))}: a project's config may set only "
+            f"{', '.join(sorted(PROJECT_KEYS))}; set the others in your own config "
+            f"({user_config_path()}), the environment or flags")
+    return {k: v for k, v in values.items() if k in PROJECT_KEYS}
+
+
+def _shown_key(key: str) -> str:
+    """A key as a notice shows it: a quoted TOML key may hold terminal escapes."""
+    return key if re.fullmatch(r"[A-Za-z0-9_]+", key) else ascii(key)
+
+
+def _env_values() -> dict[str, Any]:
+    values = {}
+    for name, variables in ENV_VARS.items():
+        for var in variables:
+            if os.environ.get(var):
+                values[name] = os.environ[var]
+                break
+    return values
+
+
+def _apply_over_files(settings: Settings, values: dict[str, Any], source: str) -> None:
+    """The environment and flags beat every file: an endpoint named here means that endpoint
+    is used, whatever engine a file named (unless this same layer names the engine too)."""
+    values = {k: v for k, v in values.items() if v is not None}
+    if values.get("endpoint") and "engine" not in values:
+        settings.engine = None
+    _apply(settings, values, source)
 
 
 def load_settings(cwd: Path, flags: dict[str, Any] | None = None) -> Settings:
     settings = Settings()
-    _apply(settings, _read_toml(user_config_path()), str(user_config_path()))
-    project_path = cwd / ".clover" / "config.toml"
-    project = _read_toml(project_path)
-    ignored = sorted(k for k in project if k.replace("-", "_") in USER_ONLY)
-    if ignored:
-        settings.notices.append(f"{project_path}: ignored {', '.join(ignored)} (only your own "
-                                f"config, the environment or flags may set these)")
-    _apply(settings, {k: v for k, v in project.items() if k not in ignored}, str(project_path))
-    for name, variables in ENV_VARS.items():
-        for var in variables:
-            if os.environ.get(var):
-                setattr(settings, name, os.environ[var])
-                break
-    _apply(settings, flags or {}, "command line")
-    if settings.approval not in APPROVAL_MODES:
-        raise ConfigError(f"approval mode {settings.approval!r} is not one of {', '.join(APPROVAL_MODES)}")
+    user_path = user_config_path()
+    _apply(settings, _normal_keys(_read_toml(user_path)), str(user_path))
+    project_path = project_config_path(cwd)
+    _apply(settings, _project_values(project_path, settings), str(project_path))
+    _apply_over_files(settings, _env_values(), "environment")
+    _apply_over_files(settings, _normal_keys(flags or {}), "command line")
     use_demo_model(settings)
     return settings
 

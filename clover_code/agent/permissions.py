@@ -7,14 +7,19 @@ Modes:
     full-auto  everything runs, never asks (the shell stays sandboxed)
 Allow rules `KIND:PATTERN` (KIND a tool kind or a tool name) let matching calls run
 without asking in `ask` and `auto-edit`: `shell:pytest*` matches each simple command of
-the command line (split at ; && || | &; command substitution always asks), `edit:src/**` every path the edit touches, `git:*` any git tool (matched by tool name,
-with and without a `git_` prefix). They come from settings and from "always" answers.
+the command line (split at ; && || | & and newlines); a command line that substitutes
+commands (`$(...)`, backticks, `<(...)`, `>(...)`), opens a subshell or redirects output
+to a file always asks. `edit:src/**` matches every path the edit touches (for apply_patch,
+the paths of the parsed patch, after symlinks), `git:*` any git tool (matched by tool
+name, with and without a `git_` prefix). They come from settings and from "always"
+answers of this session; never from anything stored in the workspace.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import posixpath
 import re
 import shlex
@@ -22,6 +27,8 @@ from typing import Any, Literal, Protocol
 
 from clover_code.agent.events import ApprovalNeeded
 from clover_code.config import APPROVAL_MODES
+from clover_code.tools import ToolError
+from clover_code.tools.patch import patch_paths
 
 Decision = Literal["allow", "ask", "deny"]
 
@@ -32,8 +39,6 @@ _MODE_TABLE: dict[str, dict[str, Decision]] = {
     "auto-edit": {"read": "allow", "edit": "allow", "shell": "ask", "git": "ask"},
     "full-auto": {"read": "allow", "edit": "allow", "shell": "allow", "git": "allow"},
 }
-_PATCH_PATH = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
-_SHELL_SPLIT = re.compile(r"&&|\|\||[;|&\n]")
 _SUBCOMMAND = re.compile(r"^[A-Za-z][\w-]*$")
 _PATH_KEYS = ("path", "file_path", "paths", "file", "files", "target")
 _SHELL_KEYS = ("command", "cmd")
@@ -75,35 +80,44 @@ def call_subjects(kind: str, arguments: dict[str, Any], root: str | None = None)
             paths.append(value)
         elif isinstance(value, list):
             paths.extend(v for v in value if isinstance(v, str))
-    for key in ("patch", "input"):  # apply_patch names its files inside the patch
-        if isinstance(arguments.get(key), str):
-            paths.extend(a or b for a, b in _PATCH_PATH.findall(arguments[key]))
+    if isinstance(arguments.get("patch"), str):  # apply_patch names its files inside the patch
+        try:
+            paths.extend(patch_paths(arguments["patch"]))
+        except ToolError:
+            return []  # a patch that does not parse vouches for no path (and fails when run)
     return [_normal_path(p, root) for p in paths]
 
 
 def _normal_path(path: str, root: str | None = None) -> str:
-    """Relative to the workspace root, as rules are written."""
+    """Relative to the workspace root, as rules are written; with a root, where the write
+    really lands (through symlinks), so `src/link -> ../setup.py` is not under `src/`."""
     path = posixpath.normpath(path.strip().replace("\\", "/"))
-    if root and posixpath.isabs(path) and path.startswith(root.rstrip("/") + "/"):
-        path = posixpath.relpath(path, root)
-    return path
+    if not root:
+        return path
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(os.path.join(real_root, path))
+    if real == real_root:
+        return "."
+    return posixpath.relpath(real, real_root) if real.startswith(real_root.rstrip("/") + "/") else real
+
+
+def glob_literal(text: str) -> str:
+    """`text` as an fnmatch pattern matching only itself: `*`, `?` and `[` bracketed."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
 
 
 def rule_for_always(kind: str, name: str, arguments: dict[str, Any], root: str | None = None) -> str:
-    """The rule an "always" answer adds: narrow enough to say what it allows."""
+    """The rule an "always" answer adds: narrow enough to say what it allows. The command or
+    folder it names is matched literally (approving `ls *` does not allow everything)."""
     if kind == "shell":
-        command = (call_subjects(kind, arguments) or [""])[0]
-        try:
-            words = shlex.split(command)
-        except ValueError:
-            words = command.split()
+        words = _first_command_words((call_subjects(kind, arguments) or [""])[0])
         # A program, with its subcommand when it has one (`git commit`, `npm run`), not its files.
         prefix = words[:2] if len(words) > 1 and _SUBCOMMAND.match(words[1]) else words[:1]
-        return f"shell:{' '.join(prefix)}*" if prefix else "shell:"
+        return f"shell:{glob_literal(' '.join(prefix))}*" if prefix else "shell:"
     if kind == "edit":
         dirs = {posixpath.dirname(p) for p in call_subjects(kind, arguments, root)}
         if len(dirs) == 1 and (d := dirs.pop()) not in ("", "."):
-            return f"edit:{d}/**"
+            return f"edit:{glob_literal(d)}/**"
         return "edit:*"
     return f"{kind}:{name}"
 
@@ -152,9 +166,79 @@ class Permissions:
         return bool(subjects) and all(any(fnmatch.fnmatchcase(s, p) for p in patterns) for s in subjects)
 
 
+# -- reading a command line -------------------------------------------------------------
+#
+# shlex splits words and quotes as bash does and returns runs of the characters below as
+# operator tokens. A quoted word that looks like an operator (`echo ";"`) is read as one:
+# that only ever makes a call ask, never run unasked.
+
+_OPERATOR_CHARS = "();<>|&\n"
+_SEPARATOR_CHARS = frozenset(";|&\n")
+_SUBSTITUTIONS = ("$(", "`")  # expand even inside double quotes, so looked for anywhere
+_DESCRIPTOR = re.compile(r"^(?:\d+|-)$")
+_NULL_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<", "<>"})
+
+
 def shell_commands(command: str) -> list[str] | None:
     """The simple commands of a command line, each matched on its own so `pytest; rm -rf ~`
-    is not allowed by `shell:pytest*`; None when it substitutes commands (never auto-allowed)."""
-    if "$(" in command or "`" in command:
+    is not allowed by `shell:pytest*`; None when it substitutes commands, opens a subshell
+    or redirects output to a file (never auto-allowed)."""
+    if any(s in command for s in _SUBSTITUTIONS):
         return None
-    return [part.strip() for part in _SHELL_SPLIT.split(command) if part.strip()]
+    tokens = _shell_tokens(command)
+    if tokens is None:
+        return None
+    commands: list[str] = []
+    words: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if not _is_operator(token):
+            words.append(token)
+        elif set(token) <= _SEPARATOR_CHARS:
+            commands.append(" ".join(words))
+            words = []
+        elif _harmless_redirect(token, tokens[i + 1] if i + 1 < len(tokens) else None):
+            i += 1  # its target is not a word of the command
+        else:
+            return None
+        i += 1
+    commands.append(" ".join(words))
+    return [c for c in commands if c.strip()]
+
+
+def _shell_tokens(command: str) -> list[str] | None:
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=_OPERATOR_CHARS)
+    lexer.whitespace = " \t"  # a newline ends a command, as `;` does
+    lexer.whitespace_split = True
+    lexer.commenters = ""  # text after `#` is still looked at (it may hide a second line)
+    try:
+        return list(lexer)
+    except ValueError:  # an unclosed quote
+        return None
+
+
+def _is_operator(token: str) -> bool:
+    return bool(token) and all(c in _OPERATOR_CHARS for c in token)
+
+
+def _harmless_redirect(operator: str, target: str | None) -> bool:
+    """`2>&1`, `>&-`, anything to or from /dev/null, and input from a file: nothing is
+    written, no command is run. Every other redirection (`> f`, `>> f`, heredocs) asks."""
+    if target is None or _is_operator(target):
+        return False
+    if operator in (">&", "<&"):
+        return bool(_DESCRIPTOR.match(target))
+    if operator in _NULL_REDIRECTS and target == "/dev/null":
+        return True
+    return operator == "<"
+
+
+def _first_command_words(command: str) -> list[str]:
+    """The words of the first simple command, as shlex reads them."""
+    words = []
+    for token in _shell_tokens(command) or command.split():
+        if _is_operator(token):
+            break
+        words.append(token)
+    return words

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Callable
 from clover_code.agent.context import Conversation
-from clover_code.agent.events import ApprovalAnswered
+from clover_code.agent.events import ApprovalAnswered, Notice
 from clover_code.agent.instructions import load_instructions, render_system_prompt
 from clover_code.agent.loop import Agent, AgentSettings
-from clover_code.agent.permissions import Approver, Permissions, rule_for_always
+from clover_code.agent.permissions import Approver, Permissions
 from clover_code.agent.session import SessionLog
 from clover_code.config import Settings
 from clover_code.engine import Engine, EngineError, make_engine
 from clover_code.tools import Registry, ToolContext, default_registry
+from clover_code.tools.policy import SandboxPolicy
 
+RESUMED_ALWAYS = ("Resumed without the {count} \"always\" approval(s) of the earlier run: "
+                  "they are asked again (session logs live in the workspace, so they never grant permissions). "
+                  "Put lasting rules in `allow` in your own config.")
 MODEL_HELP = ("no model to run: pass --model DIR (a local checkpoint folder) for the embedded engine, "
               "or --endpoint URL for an OpenAI-compatible server (or set CLOVER_MODEL / CLOVER_ENDPOINT)")
 
@@ -41,6 +44,13 @@ def agent_settings(settings: Settings) -> AgentSettings:
                          approval=settings.approval)
 
 
+def sandbox_policy(settings: Settings) -> SandboxPolicy:
+    """What the sandbox passes on, hides and limits: from the user's config only (load_settings
+    never takes these keys from a project's file)."""
+    return SandboxPolicy(keep_env=tuple(settings.keep_env), deny_read=tuple(settings.deny_read),
+                         max_processes=settings.max_processes, memory_mb=settings.memory_mb)
+
+
 def tool_context(settings: Settings, root: Path) -> ToolContext:
     from clover_code.tools.checkpoints import Checkpoints
     from clover_code.tools.workspace import Workspace
@@ -48,14 +58,18 @@ def tool_context(settings: Settings, root: Path) -> ToolContext:
     # full-auto never asks, so its shell always runs sandboxed.
     sandbox = settings.sandbox or settings.approval == "full-auto"
     return ToolContext(Workspace(root), sandbox=sandbox, shell_timeout=settings.shell_timeout,
-                       checkpoints=Checkpoints(root))
+                       checkpoints=Checkpoints(root), policy=sandbox_policy(settings))
 
 
 def build_agent(settings: Settings, cwd: Path, approver: Approver, *, resume: str | None = None,
                 engine: Engine | None = None, registry: Registry | None = None,
                 on_progress: Callable[[float, str], None] | None = None) -> Agent:
     """An agent on `cwd`: engine, tools, instructions, permissions and a session log
-    (a new one, or the one `resume` names: "last" or an id, replayed into the conversation)."""
+    (a new one, or the one `resume` names: "last" or an id, replayed into the conversation).
+
+    Permissions come from the settings alone. A resumed log's "always" answers are not
+    turned back into allow rules: the log lies in the workspace, where the model's shell
+    can write, so a forged line would grant whatever it names. The user is asked again."""
     root = Path(cwd).resolve()
     registry = registry or default_registry()
     session = SessionLog.open(root, resume) if resume else None  # a bad id fails before any loading
@@ -64,21 +78,15 @@ def build_agent(settings: Settings, cwd: Path, approver: Approver, *, resume: st
     system = render_system_prompt(root, settings.approval, load_instructions(root).text, ctx.sandbox)
     permissions = Permissions(settings.approval, list(settings.allow), str(root))
     conversation = Conversation(system, registry.schemas())
+    past_always = 0
     if session is not None:
         for event in session.events():
             conversation.apply(event)
-            if isinstance(event, ApprovalAnswered) and event.answer == "always":
-                permissions.add_rule(_rule_of(registry, event, str(root)))
+            past_always += isinstance(event, ApprovalAnswered) and event.answer == "always"
     else:
         session = SessionLog.create(root)
-    return Agent(engine, registry, ctx, approver, agent_settings(settings),
-                 session, system, permissions=permissions, conversation=conversation)
-
-
-def _rule_of(registry: Registry, event: ApprovalAnswered, root: str) -> str:
-    try:
-        arguments = json.loads(event.call.arguments)
-    except json.JSONDecodeError:
-        arguments = {}
-    kind = registry.kind(event.call.name) or "shell"
-    return rule_for_always(kind, event.call.name, arguments if isinstance(arguments, dict) else {}, root)
+    agent = Agent(engine, registry, ctx, approver, agent_settings(settings),
+                  session, system, permissions=permissions, conversation=conversation)
+    if past_always:
+        agent.emit(Notice(RESUMED_ALWAYS.format(count=past_always)))
+    return agent

@@ -1,6 +1,6 @@
 """File tools: read_file, write_file, edit_file (exact replace), apply_patch (Codex format).
 
-Every path goes through the Workspace (inside the root, never .git/ for writes) and
+Every path goes through the Workspace (inside the root; writes never under .git/ or .clover/) and
 every change through its stale-read guard and atomic write. Edit tools return a
 unified diff in data["diff"] and can `preview` it without writing.
 """

@@ -27,6 +27,17 @@ def _current_umask() -> int:
     return mask
 
 
+# Characters some filesystems drop from names (HFS+ ignores these code points; NTFS drops
+# trailing dots and spaces), so `.git\u200c` or `.git.` may open `.git` there.
+_IGNORED_IN_NAMES = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                                        "\u206a\u206b\u206c\u206d\u206e\u206f\ufeff"))
+
+
+def _comparable(name: str) -> str:
+    """A path component as a case-insensitive, forgiving filesystem may see it."""
+    return name.translate(_IGNORED_IN_NAMES).rstrip(". ").lower() or name
+
+
 # Read once at import: os.umask can only be read by setting it, which is not thread-safe.
 _UMASK = _current_umask()
 
@@ -47,6 +58,19 @@ def _file_digest(path: Path, size: int) -> str | None:
         return None
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _refuse_reserved(given: str, relative: Path) -> None:
+    """File tools never write where git or clover-code take orders from: a `.git` folder at
+    any depth (hooks and config run on the host) and the root's `.clover/` (session logs,
+    the project's config)."""
+    parts = [_comparable(part) for part in relative.parts]
+    if ".git" in parts:
+        raise ToolError(f"{given!r}: file tools never write inside a .git folder "
+                        "(git runs what it finds there); use the git tools")
+    if parts[:1] == [".clover"]:
+        raise ToolError(f"{given!r}: file tools never write under .clover/ "
+                        "(clover-code's own session logs and settings)")
 
 
 class Workspace:
@@ -89,14 +113,25 @@ class Workspace:
         )
 
     def resolve_for_write(self, path: str) -> Path:
-        """Like `resolve`, and also refuses the root itself and anything under .git/."""
+        """Like `resolve`, and also refuses the root itself, anything in a `.git` folder and
+        anything under the root's `.clover/`, whether the path names them or leads there
+        through `..` or symlinks."""
         real = self.resolve(path)
         if real == self.root:
             raise ToolError(f"path {path!r} is the workspace root itself, not a file")
-        parts = real.relative_to(self.root).parts
-        if any(part.lower() == ".git" for part in parts):
-            raise ToolError(f"path {path!r} is inside .git/; file tools never write there (use the git tools)")
+        for relative in (real.relative_to(self.root), self._lexical(path)):
+            if relative is not None:
+                _refuse_reserved(path, relative)
         return real
+
+    def _lexical(self, path: str) -> Path | None:
+        """`path` with `..` folded but no symlink followed, relative to the root (None: outside)."""
+        given = Path(os.path.expanduser(path.strip()))
+        joined = Path(os.path.normpath(given if given.is_absolute() else self.root / given))
+        for root in (self.root, self._given_root):
+            if joined.is_relative_to(root):
+                return joined.relative_to(root)
+        return None
 
     def relative(self, path: Path) -> str:
         """'src/a.py' for display; '.' for the root."""

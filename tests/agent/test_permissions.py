@@ -55,13 +55,64 @@ def test_allow_rules():
 
 
 def test_subjects_and_always_rules():
-    patch = "*** Begin Patch\n*** Update File: src/a.py\n*** Move to: src/b.py\n*** End Patch"
+    patch = "*** Begin Patch\n*** Update File: src/a.py\n*** Move to: src/b.py\n@@\n-x\n+y\n*** End Patch"
     assert call_subjects("edit", {"patch": patch}) == ["src/a.py", "src/b.py"]
+    assert call_subjects("edit", {"patch": "*** Begin Patch\n*** Update File: a\n*** End Patch"}) == []
     assert rule_for_always("shell", "run_shell", {"command": "pytest -x tests"}) == "shell:pytest*"
     assert rule_for_always("shell", "run_shell", {"command": "git commit -m x"}) == "shell:git commit*"
     assert rule_for_always("edit", "edit_file", EDIT) == "edit:src/**"
     assert rule_for_always("edit", "write_file", {"path": "top.py"}) == "edit:*"
     assert rule_for_always("git", "git_commit", {}) == "git:git_commit"
+
+
+@pytest.mark.parametrize("command", [
+    "git status <(rm x)", "git status >(rm x)", "git status > out", "git status >> out", "git status >| out",
+    "git status &> out", "git status >& out", "git status <> out", "git status <<EOF\nrm x\nEOF",
+    "git status 1> out", "(git status)", "git status; (rm x)", "git status 'unclosed",
+    "git status $(rm x)", 'git status "$(rm x)"', "git status `rm x`", "git status\nrm x", "git status # c\nrm x",
+])
+def test_allow_rules_never_cover_substitution_subshells_or_writes(command):
+    assert Permissions("ask", ["shell:git status*"]).decide("run_shell", "shell", {"command": command}) == "ask"
+
+
+@pytest.mark.parametrize("command", [
+    "git status", "git status 2>&1", "git status 2>/dev/null", "git status > /dev/null", "git status < in.txt",
+    "git status >&2", 'git status -- "a;b" \'c > d\'', "git status && git status -s", "git status | git status",
+])
+def test_allow_rules_cover_plain_commands(command):
+    assert Permissions("ask", ["shell:git status*"]).decide("run_shell", "shell", {"command": command}) == "allow"
+
+
+def test_always_rules_match_the_command_literally():
+    rule = rule_for_always("shell", "run_shell", {"command": "* x"})
+    assert rule == "shell:[*] x*"
+    p = Permissions("ask", [rule])
+    assert p.decide("run_shell", "shell", {"command": "* x"}) == "allow"
+    assert p.decide("run_shell", "shell", {"command": "rm -rf ~"}) == "ask"
+    assert rule_for_always("shell", "run_shell", {"command": "ls *"}) == "shell:ls*"
+    assert rule_for_always("shell", "run_shell", {"command": "?? x"}) == "shell:[?][?] x*"
+    assert rule_for_always("shell", "run_shell", {"command": "[ -f x ]"}) == "shell:[[]*"
+    assert rule_for_always("edit", "write_file", {"path": "*/x.py"}) == "edit:[*]/**"
+    assert Permissions("ask", ["edit:[*]/**"]).decide("write_file", "edit", {"path": "src/x.py"}) == "ask"
+
+
+def test_patch_paths_come_from_the_parsed_patch():
+    p = Permissions("ask", ["edit:src/**"])
+    indented = "*** Begin Patch\n*** Add File: src/a.py\n+x\n  *** Add File: .clover/x\n+y\n*** End Patch"
+    assert call_subjects("edit", {"patch": indented}) == ["src/a.py", ".clover/x"]
+    assert p.decide("apply_patch", "edit", {"patch": indented}) == "ask"
+    wrapped = "<<'EOF'\n*** Begin Patch\n*** Add File: docs/x\n+y\n*** End Patch\nEOF"
+    assert p.decide("apply_patch", "edit", {"patch": wrapped}) == "ask"
+    assert p.decide("apply_patch", "edit", {"patch": "*** Begin Patch\n*** Add File: src/b\n+y\n*** End Patch"}) \
+        == "allow"
+
+
+def test_edit_rules_match_where_a_symlink_leads(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "link.py").symlink_to(tmp_path / "setup.py")
+    p = Permissions("ask", ["edit:src/**"], root=str(tmp_path))
+    assert p.decide("write_file", "edit", {"path": "src/link.py"}) == "ask"
+    assert p.decide("write_file", "edit", {"path": "src/real.py"}) == "allow"
 
 
 def test_headless_approver_by_mode():

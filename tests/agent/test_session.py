@@ -51,12 +51,13 @@ def test_log_written_per_event_and_resumed(git_repo, tmp_path):
     assert SessionLog.open(git_repo).events()[len(seen):] == events  # appended to the same log
 
 
-def test_resume_restores_always_rules(git_repo, tmp_path):
+def test_resume_does_not_restore_always_rules(git_repo, tmp_path):
+    """The log lies in the workspace, where the shell can forge it: the user is asked again."""
     settings = Settings(engine=script(tmp_path / "s.jsonl", call("run_shell", command="echo 1"), "ok"),
                         approval="ask", sandbox=False)
     asyncio.run(collect(build_agent(settings, git_repo, ModeApprover("always")), "echo"))
     resumed = build_agent(settings, git_repo, ModeApprover("no"), resume="last")
-    assert resumed.permissions.rules == ["shell:echo*"]
+    assert resumed.permissions.rules == []
 
 
 def test_resume_errors(git_repo, tmp_path):

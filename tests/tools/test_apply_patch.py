@@ -119,6 +119,22 @@ async def test_git_dir_refused(root: Path):
     assert not (root / ".git" / "hooks").exists()
 
 
+@pytest.mark.parametrize("header", ["*** Add File: .clover/sessions/x.jsonl", "  *** Add File: .clover/x",
+                                    "*** Add File: ./.clover/../.clover/x", "*** Add File: sub/.git/config"])
+async def test_clover_and_nested_git_refused(root: Path, header: str):
+    result = await apply(seen_all(root), patch("*** Add File: ok.txt", "+fine", header, "+{}"))
+    assert not result.ok and "never write" in result.output
+    assert snapshot(root) == {}
+
+
+async def test_move_into_clover_refused(root: Path):
+    (root / "a.txt").write_text("a\n")
+    result = await apply(seen_all(root), patch("*** Update File: a.txt", "*** Move to: .clover/config.toml",
+                                               "@@", "-a", "+engine = 1"))
+    assert not result.ok and ".clover" in result.output
+    assert snapshot(root) == {"a.txt": b"a\n"}
+
+
 async def test_stale_read_guard_changes_nothing(root: Path):
     (root / "a.txt").write_text("a\n")
     (root / "b.txt").write_text("b\n")

@@ -159,6 +159,20 @@ async def test_write_into_git_refused(root: Path, ctx: ToolContext):
     assert not (root / ".git/hooks").exists()
 
 
+async def test_write_into_clover_refused(root: Path, ctx: ToolContext):
+    (root / ".clover" / "sessions").mkdir(parents=True)
+    (root / "notes").symlink_to(root / ".clover", target_is_directory=True)
+    for path in (".clover/sessions/forged.jsonl", ".clover/config.toml", "./.clover/../.clover/x", "notes/x"):
+        result = await call(ctx, "write_file", path=path, content="{}")
+        assert not result.ok and ".clover" in result.output and "never write" in result.output, path
+    (root / ".clover" / "config.toml").write_text("max_turns = 3\n")
+    await read(ctx, ".clover/config.toml")  # reading is fine
+    result = await call(ctx, "edit_file", path=".clover/config.toml", old_string="3", new_string="9")
+    assert not result.ok and ".clover" in result.output
+    assert sorted(p.name for p in (root / ".clover").rglob("*")) == ["config.toml", "sessions"]
+    assert (root / ".clover" / "config.toml").read_text() == "max_turns = 3\n"
+
+
 async def test_write_through_symlinked_dir_refused(root: Path, tmp_path: Path, ctx: ToolContext):
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -74,6 +74,30 @@ def test_git_dir_never_written(ws: Workspace, path: str):
         ws.resolve_for_write(path)
 
 
+@pytest.mark.parametrize("path", [".clover/sessions/x.jsonl", ".clover/config.toml", "./.clover/../.clover/x",
+                                  "src/../.clover/x", ".CLOVER/x", ".clover./x", ".clover", "sub/.Git/x",
+                                  ".git\u200c/config", "a/b/.git./hooks/x"])
+def test_clover_and_git_dirs_never_written(ws: Workspace, path: str):
+    with pytest.raises(ToolError, match=r"\.clover|\.git") as caught:
+        ws.resolve_for_write(path)
+    assert "never write" in str(caught.value)
+
+
+def test_clover_and_git_reached_through_symlinks_refused(ws: Workspace):
+    (ws.root / ".clover" / "sessions").mkdir(parents=True)
+    (ws.root / "logs").symlink_to(ws.root / ".clover" / "sessions", target_is_directory=True)
+    (ws.root / "hooks").symlink_to(ws.root / ".git", target_is_directory=True)
+    (ws.root / "dangling").symlink_to(ws.root / ".clover" / "new.toml")
+    for path in ("logs/forged.jsonl", "hooks/pre-commit", "dangling", str(ws.root / "logs" / "x")):
+        with pytest.raises(ToolError, match="never write"):
+            ws.resolve_for_write(path)
+
+
+def test_clover_below_the_root_is_an_ordinary_folder(ws: Workspace):
+    assert ws.resolve_for_write("src/.clover/x") == ws.root / "src" / ".clover" / "x"
+    assert ws.resolve_for_write(".cloverfile") == ws.root / ".cloverfile"
+
+
 def test_root_itself_not_writable(ws: Workspace):
     with pytest.raises(ToolError, match="root itself"):
         ws.resolve_for_write(".")
