@@ -14,6 +14,21 @@ from clover_code import __version__
 
 # Exit codes (documented in the README).
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_LIMIT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+OUTPUT_FORMATS = ("text", "json", "stream-json")
+
+
+class UsageExit(Exception):
+    """Flags argparse rejects; the message says which. Exit 2, with the result object when
+    --output-format asks for JSON (scripts parse stdout whatever went wrong)."""
+
+    def __init__(self, message: str, usage: str):
+        super().__init__(message)
+        self.usage = usage
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageExit(message, self.format_usage())
 
 
 def _engine_flags(p: argparse.ArgumentParser) -> None:
@@ -28,7 +43,7 @@ def _engine_flags(p: argparse.ArgumentParser) -> None:
 
 
 def main_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="clover-code",
         description="A terminal coding assistant on the Clover block-diffusion LM. "
         "Without --task it opens the TUI. Subcommands: generate, serve "
@@ -40,7 +55,7 @@ def main_parser() -> argparse.ArgumentParser:
     p.add_argument("--approval", choices=["read-only", "ask", "auto-edit", "full-auto"],
                    help="approval mode (TUI default ask, headless default full-auto)")
     p.add_argument("--max-turns", type=int, help="model requests per task before stopping")
-    p.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text",
+    p.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text",
                    help="headless result format on stdout")
     p.add_argument("--resume", nargs="?", const="last", metavar="ID|last",
                    help="continue a session (default: the last one)")
@@ -51,7 +66,7 @@ def main_parser() -> argparse.ArgumentParser:
 
 
 def generate_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="clover-code generate",
+    p = Parser(prog="clover-code generate",
                                 description="Stream one reply from a checkpoint, block by block.")
     p.add_argument("prompt", help="the user message")
     _engine_flags(p)
@@ -60,7 +75,7 @@ def generate_parser() -> argparse.ArgumentParser:
 
 
 def serve_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="clover-code serve",
+    p = Parser(prog="clover-code serve",
                                 description="Serve a checkpoint over an OpenAI-compatible HTTP API.")
     p.add_argument("--model", help="checkpoint folder (or CLOVER_MODEL)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
@@ -73,8 +88,26 @@ def serve_parser() -> argparse.ArgumentParser:
     return p
 
 
+def headless_request(argv: list[str]) -> tuple[bool, str]:
+    """(whether this is a --task run, its output format), read before the full parse so that
+    a run the parse or a signal stops still answers in the format asked for."""
+    probe = Parser(add_help=False)
+    probe.add_argument("--task")
+    probe.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text")
+    try:
+        known, _ = probe.parse_known_args(argv)
+    except UsageExit:
+        return "--task" in argv, "text"
+    return known.task is not None, known.output_format
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    headless, fmt = (False, "text") if argv[:1] in (["generate"], ["serve"]) else headless_request(argv)
+    if headless:  # a CI runner's SIGTERM during start-up: exit 130 with the result, like Ctrl-C
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         if argv[:1] == ["generate"]:
             from clover_code.ui.generate import run as run_generate
@@ -92,9 +125,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         from clover_code.ui.tui.app import run as run_tui
 
         return run_tui(args)
+    except UsageExit as exc:
+        print(exc.usage, end="", file=sys.stderr)
+        return _early_exit(fmt, EXIT_USAGE, "bad_input", str(exc))
     except KeyboardInterrupt:
+        if headless:
+            return _early_exit(fmt, EXIT_INTERRUPTED, "cancelled", "interrupted while starting")
         print("\ninterrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _early_exit(fmt: str, code: int, reason: str, message: str) -> int:
+    if fmt == "text":
+        print(f"clover-code: {message}", file=sys.stderr)
+        return code
+    from clover_code.ui.headless import early_exit
+
+    return early_exit(fmt, code, reason, message)
 
 
 if __name__ == "__main__":

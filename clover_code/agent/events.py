@@ -6,6 +6,7 @@ Plain frozen dataclasses so they serialize to the session log (`to_json`) and ba
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,13 +110,27 @@ def to_json(event: Event) -> dict[str, Any]:
     return {"type": type(event).__name__, **dataclasses.asdict(event)}
 
 
-def from_json(data: dict[str, Any]) -> Event:
-    data = dict(data)
-    cls = EVENT_TYPES[data.pop("type")]
-    if "block" in data:
-        b = dict(data["block"])
-        b["tool_calls"] = tuple(ToolCall(**c) for c in b.get("tool_calls", ()))
-        data["block"] = Block(**b)
-    if "call" in data:
-        data["call"] = ToolCall(**data["call"])
-    return cls(**data)
+def from_json(data: Any) -> Event:
+    """The event `data` describes; ValueError when it is not one (unknown type, a field
+    missing or of the wrong type), so a damaged or forged log cannot crash its reader."""
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str) or data["type"] not in EVENT_TYPES:
+        kind = data.get("type") if isinstance(data, dict) else type(data).__name__
+        raise ValueError(f"unknown event type {kind!r}")
+    from pydantic import ValidationError
+
+    fields = {k: v for k, v in data.items() if k != "type"}
+    try:
+        return _adapter(data["type"]).validate_python(fields)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(map(str, problem["loc"])) or "(event)"
+        raise ValueError(f"{data['type']}.{where}: {problem['msg']}") from None
+
+
+@functools.cache
+def _adapter(name: str) -> Any:
+    """A validator of one event class, nested Block and ToolCall included (built on first use:
+    only reading a log needs it)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(EVENT_TYPES[name])

@@ -2,8 +2,9 @@
 answers without a tool call or a limit is hit.
 
 Each run() works in a task of its own that emits events: every event goes to the
-conversation, then the session log (flushed), then the consumer's queue. So the log is
-complete whatever the consumer does, and closing the iterator cancels the work at once.
+session log (flushed), then the conversation, then the consumer's queue. So the log is
+complete whatever the consumer does or whatever fails after it, the consumer always gets
+an end, and closing the iterator cancels the work at once.
 Tool calls run one after another in the order written, each starting the moment its
 closing tag commits, while the model may still be writing.
 """
@@ -23,7 +24,7 @@ from clover_code.agent.events import (
 )
 from clover_code.agent.permissions import Approver, Permissions
 from clover_code.engine import Block, ChatRequest, DenoiseStep, Engine, EngineError
-from clover_code.engine.toolcalls import ParsedCall, ToolCallParser
+from clover_code.engine.toolcalls import ParsedCall, ToolCallParser, check_structured
 from clover_code.tools import Registry, ToolContext
 
 MIN_REPLY_TOKENS = 256  # below this much room for a reply, compact first
@@ -76,11 +77,20 @@ class Agent:
         self._on_step = cb
 
     def emit(self, event: Event) -> None:
-        self.conversation.apply(event)
         if self.session is not None:
-            self.session.append(event)
+            self.session.append(event)  # first: whatever fails next, the log has the event
+        self.conversation.apply(event)
         if self._sink is not None:
             self._sink(event)
+
+    def _emit_last(self, event: Event) -> None:
+        """A turn's closing events: the consumer gets them even when the log or the
+        conversation cannot take them (that failure is what is being reported)."""
+        try:
+            self.emit(event)
+        except Exception:
+            if self._sink is not None:
+                self._sink(event)
 
     async def run(self, task: str) -> AsyncIterator[Event]:
         queue: asyncio.Queue = asyncio.Queue()
@@ -96,21 +106,24 @@ class Agent:
             self._sink = None
 
     async def _run(self, task: str) -> None:
-        stats = _Stats()
         try:
-            finished = await self._turns(task, stats)
+            self._emit_last(await self._outcome(task, _Stats()))
+        finally:
+            if self._sink is not None:
+                self._sink(_END)  # the consumer never waits for an end that does not come
+
+    async def _outcome(self, task: str, stats: _Stats) -> TurnFinished:
+        try:
+            return await self._turns(task, stats)
         except asyncio.CancelledError:
-            self.emit(TurnFinished("cancelled", "", stats.as_dict()))
+            self._emit_last(TurnFinished("cancelled", "", stats.as_dict()))
             raise
         except EngineError as exc:
-            self.emit(ErrorEvent(str(exc), fatal=True))
-            finished = TurnFinished("error", str(exc), stats.as_dict())
+            error, text = str(exc), str(exc)
         except Exception as exc:  # a bug must end the turn with a message, not hang a UI
-            self.emit(ErrorEvent(f"internal error: {type(exc).__name__}: {exc}", fatal=True))
-            finished = TurnFinished("error", str(exc), stats.as_dict())
-        self.emit(finished)
-        if self._sink is not None:
-            self._sink(_END)
+            error, text = f"internal error: {type(exc).__name__}: {exc}", str(exc)
+        self._emit_last(ErrorEvent(error, fatal=True))
+        return TurnFinished("error", text, stats.as_dict())
 
     async def _turns(self, task: str, stats: _Stats) -> TurnFinished:
         if self.ctx.checkpoints is not None:
@@ -151,7 +164,7 @@ class Agent:
                     stats.add(block)
                     shown, parsed = parser.feed(block.text)
                     text += shown
-                    for p in parsed + [ParsedCall(c, None, "") for c in block.tool_calls]:
+                    for p in parsed + [check_structured(c) for c in block.tool_calls]:
                         runner.submit(p)
                     last = block
             shown, parsed = parser.finish()

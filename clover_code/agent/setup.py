@@ -85,6 +85,7 @@ def build_agent(settings: Settings, cwd: Path, approver: Approver, *, resume: st
             past_always += isinstance(event, ApprovalAnswered) and event.answer == "always"
     else:
         session = SessionLog.create(root)
+    session.redactor.add(settings.api_key)  # never written into the log (nor the env's secrets)
     agent = Agent(engine, registry, ctx, approver, agent_settings(settings),
                   session, system, permissions=permissions, conversation=conversation)
     if past_always:

@@ -9,17 +9,17 @@ extension of `clover-code serve` supplies block index, tokens, forward passes an
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from typing import Any
 
+from clover_code import jsonsafe
 from clover_code.engine import Block, EngineError, ToolCall, estimate_tokens
 from clover_code.engine.openai_wire import EXTENSION
 
 
 def chunk_json_object(raw: bytes, url: str) -> dict[str, Any]:
     try:
-        data = json.loads(raw)
+        data = jsonsafe.loads(raw)  # a server's JSON nested 10,000 deep is invalid, not a RecursionError
     except ValueError:
         snippet = raw[:120].decode("utf-8", "replace")
         raise EngineError(f"{url} sent invalid JSON ({snippet!r}): is it an OpenAI-compatible server?") from None

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from clover_code import jsonsafe
 from clover_code.engine import (
     CLOVER_CONTEXT_WINDOW,
     Block,
@@ -59,7 +60,7 @@ def _display(url: str) -> str:
 
 def _server_message(text: str) -> str:
     try:
-        data = json.loads(text)
+        data = jsonsafe.loads(text)
     except ValueError:
         return " ".join(text.split())[:300]
     if isinstance(data, dict):
@@ -244,7 +245,7 @@ class RemoteEngine:
             self._resolved = True  # a named model works without the listing
             return self.info
         try:
-            models = json.loads(text).get("data") or []
+            models = jsonsafe.loads(text).get("data") or []
         except (ValueError, AttributeError):
             raise EngineError(f"{self.url}/models did not answer with JSON: is the endpoint an "
                               "OpenAI-compatible API root (e.g. http://host:8000/v1)?") from None

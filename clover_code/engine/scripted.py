@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, AsyncIterator
 
+from clover_code import jsonsafe
 from clover_code.engine import (
     DEFAULT_BLOCK_SIZE,
     Block,
@@ -41,7 +42,7 @@ def load_replies(path: str | Path) -> list[Any]:
         if not line.strip():
             continue
         try:
-            replies.append(json.loads(line))
+            replies.append(jsonsafe.loads(line))
         except json.JSONDecodeError as exc:
             raise EngineError(f"{path}:{n}: not valid JSON: {exc.msg}") from None
     return replies

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import hmac
 import ipaddress
-import json
 import logging
 import math
 import os
@@ -31,6 +30,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from clover_code import jsonsafe
 from clover_code.engine import Engine, EngineError
 from clover_code.engine.openai_wire import (
     ChatCall,
@@ -230,7 +230,7 @@ class Server:
             if len(raw) > self.max_body_bytes:
                 raise WireError(f"request body over {self.max_body_bytes} bytes", status=413)
         try:
-            return json.loads(raw)
+            return jsonsafe.loads(raw)  # never RecursionError
         except (ValueError, UnicodeDecodeError) as exc:
             raise WireError(f"the request body is not valid JSON: {exc}") from None
 

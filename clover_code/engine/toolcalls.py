@@ -19,6 +19,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from clover_code import jsonsafe
 from clover_code.engine import ToolCall
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -140,7 +141,7 @@ class ToolCallParser:
             args[p.group(1).strip()] = _param_value(_trim_newline(value), p.group(1).strip() in strings)
         if not params and rest.strip():
             return _bad(f"text inside <function={name}> is not in <parameter=NAME> tags", raw, name)
-        return ParsedCall(ToolCall(new_call_id(), name, json.dumps(args, ensure_ascii=False)), None, raw)
+        return _call(name, args, raw)
 
 
 def _join(segments: list[str | ParsedCall]) -> tuple[str, list[ParsedCall]]:
@@ -180,16 +181,48 @@ def _param_value(value: str, is_string: bool) -> Any:
     if is_string:
         return value
     try:
-        return json.loads(value)
+        return jsonsafe.loads(value)
     except json.JSONDecodeError:
         return value
+
+
+def _call(name: str, args: dict[str, Any], raw: str) -> ParsedCall:
+    """The call, unless its arguments hold text no tool, log or terminal can take."""
+    arguments = json.dumps(args, ensure_ascii=False)
+    if problem := _text_problem(name + arguments):
+        return _bad(f"the arguments of {name} {problem}", raw, name)
+    return ParsedCall(ToolCall(new_call_id(), name, arguments), None, raw)
+
+
+def _text_problem(text: str) -> str | None:
+    """Why `text` is not valid Unicode: a lone surrogate (a `\\ud800` escape without its pair)
+    cannot be encoded as UTF-8 for a path, a command or a file."""
+    if (surrogate := jsonsafe.lone_surrogate(text)) is not None:
+        return (f"contain invalid Unicode: a lone surrogate ({jsonsafe.escape_char(surrogate)}); "
+                "write the characters themselves, not \\uD800-\\uDFFF escapes")
+    return None
+
+
+def check_structured(call: ToolCall) -> ParsedCall:
+    """A call a server parsed (OpenAI `tool_calls`), held to the rules of written markup:
+    arguments a JSON object, not nested too deep, valid Unicode."""
+    raw = call.arguments if isinstance(call.arguments, str) else ""
+    try:
+        args = jsonsafe.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        return _bad(f'"arguments" of {call.name} is not valid JSON: {exc.msg}', raw, call.name)
+    if not isinstance(args, dict):
+        return _bad(f'"arguments" of {call.name} must be a JSON object', raw, call.name)
+    if problem := _text_problem(call.name + json.dumps(args, ensure_ascii=False)):  # escapes decoded
+        return _bad(f"the arguments of {call.name} {problem}", raw, call.name)
+    return ParsedCall(call, None, raw)
 
 
 def _parse_json(body: str, raw: str) -> ParsedCall:
     if not body:
         return _bad("the tool call is empty", raw)
     try:
-        data = json.loads(body)
+        data = jsonsafe.loads(body)
     except json.JSONDecodeError as exc:
         return _bad(f"the tool call is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", raw)
     if not isinstance(data, dict):
@@ -200,9 +233,9 @@ def _parse_json(body: str, raw: str) -> ParsedCall:
     args = data.get("arguments", data.get("parameters", {}))
     if isinstance(args, str):  # some models encode the arguments twice
         try:
-            args = json.loads(args) if args.strip() else {}
+            args = jsonsafe.loads(args) if args.strip() else {}
         except json.JSONDecodeError as exc:
             return _bad(f'"arguments" of {name} is not valid JSON: {exc.msg}', raw, name)
     if not isinstance(args, dict):
         return _bad(f'"arguments" of {name} must be a JSON object', raw, name)
-    return ParsedCall(ToolCall(new_call_id(), name.strip(), json.dumps(args, ensure_ascii=False)), None, raw)
+    return _call(name.strip(), args, raw)

@@ -15,6 +15,8 @@ from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from clover_code import jsonsafe
+
 # What a tool does, for permissions: reads are free in `ask` mode, the rest ask.
 ToolKind = Literal["read", "edit", "shell", "git"]
 
@@ -83,7 +85,7 @@ class Registry:
             return f"unknown tool {name!r}; available tools: {', '.join(sorted(self.tools))}"
         if isinstance(arguments, str):
             try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
+                arguments = jsonsafe.loads(arguments) if arguments.strip() else {}  # never RecursionError
             except json.JSONDecodeError as exc:
                 return f"arguments of {name} are not valid JSON: {exc}"
         if not isinstance(arguments, dict):

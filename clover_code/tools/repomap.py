@@ -19,6 +19,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from clover_code import jsonsafe
 from clover_code.tokens import estimate_tokens
 from clover_code.tools.tags import MAX_FILE_BYTES, Definition, FileTags, extract, language_for
 
@@ -93,7 +94,7 @@ class TagIndex:
         if not self._cache_usable():
             return
         try:
-            raw = json.loads((self.cache_dir / CACHE_FILE).read_text(encoding="utf-8"))
+            raw = jsonsafe.loads((self.cache_dir / CACHE_FILE).read_text(encoding="utf-8"))  # never RecursionError
             for rel, (mtime_ns, size, defs, refs) in raw["files"].items():
                 definitions = [Definition(str(n), str(k), int(line), str(t)) for n, k, line, t in defs]
                 tags = FileTags(definitions, {str(name): int(count) for name, count in refs.items()})

@@ -4,6 +4,11 @@ Progress (blocks as they commit, one line per tool call) goes to stderr, the ans
 stdout. `--output-format json` prints one result object at the end, `stream-json` one
 event per line as it happens and the result object last. The exit code says how it
 ended (constants in clover_code.cli, table in the README).
+
+Everything written passes one gate per stream: stdout lines through `Output.emit`, stderr
+through `Progress.write`. There known secrets are redacted and terminal controls shown as
+escapes (clover_code.ui.terminal_text); JSON is written with clover_code.jsonsafe, so a
+lone surrogate or a C1 control in model text never breaks or reaches the terminal.
 """
 
 from __future__ import annotations
@@ -18,8 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from clover_code import jsonsafe
 from clover_code.agent import events as ev
+from clover_code.agent.redact import Redactor
 from clover_code.cli import EXIT_ENGINE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LIMIT, EXIT_OK, EXIT_USAGE
+from clover_code.ui.terminal_text import visible
 
 # TurnFinished.reason -> exit code. Reasons not listed here are failures (1).
 REASON_EXIT = {
@@ -32,6 +40,9 @@ REASON_EXIT = {
 }
 
 
+ENGINES_HELP = "embedded, remote or scripted:FILE"
+
+
 class UsageError(Exception):
     """The user's input is wrong (flags, task file, --cwd, config): exit 2, no traceback."""
 
@@ -41,8 +52,7 @@ class UsageError(Exception):
 def read_task(spec: str, stdin: TextIO) -> str:
     """The task text from `TEXT`, `@FILE` (relative to the current directory) or `-` (stdin)."""
     if spec == "-":
-        text = stdin.read()
-        source = "stdin"
+        text, source = _read_stdin(stdin), "stdin"
     elif spec.startswith("@") and len(spec) > 1:
         path = Path(spec[1:]).expanduser()
         try:
@@ -53,9 +63,35 @@ def read_task(spec: str, stdin: TextIO) -> str:
         source = str(path)
     else:
         text, source = spec, "--task"
+    if jsonsafe.lone_surrogate(text):  # argv bytes that were not UTF-8 arrive as lone surrogates
+        raise UsageError(f"the task from {source} is not UTF-8 text")
     if not text.strip():
         raise UsageError(f"the task from {source} is empty")
     return text.strip()
+
+
+def _read_stdin(stdin: TextIO) -> str:
+    """stdin as UTF-8, whatever the locale says; other bytes are the user's mistake (exit 2)."""
+    try:
+        raw = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read()
+        return raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"the task from stdin is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def check_engine(name: str) -> None:
+    """An engine name that cannot work is a usage error, found before anything loads."""
+    if name in ("embedded", "remote"):
+        return
+    kind, _, path = name.partition(":")
+    if kind != "scripted":
+        raise UsageError(f"unknown engine {name!r}: choose {ENGINES_HELP}")
+    if not path:
+        raise UsageError("the scripted engine needs a file of replies: --engine scripted:FILE")
+    file = Path(path).expanduser()
+    if not file.is_file() or not os.access(file, os.R_OK):
+        why = "not a readable file" if file.exists() else "no such file"
+        raise UsageError(f"--engine {name}: {why}")
 
 
 def resolve_cwd(cwd: str | None) -> Path:
@@ -159,7 +195,7 @@ class Tally:
 def call_summary(call: Any, width: int = 80) -> str:
     """`read_file numkit/stats.py`: the tool and its most telling argument."""
     try:
-        args = json.loads(call.arguments or "{}")
+        args = jsonsafe.loads(call.arguments or "{}")
     except (json.JSONDecodeError, TypeError):
         args = None
     detail = ""
@@ -187,17 +223,19 @@ def failure_reason(event: ev.ToolFinished) -> str:
 class Progress:
     """Human-readable progress: the model's visible text as it commits, one line per tool."""
 
-    def __init__(self, err: TextIO, show_text: bool = True):
+    def __init__(self, err: TextIO, show_text: bool = True, redactor: Redactor | None = None):
         from clover_code.engine.toolcalls import ToolCallParser
 
         self.err = err
         self.show_text = show_text
+        self.redactor = redactor or Redactor()
         self.visible = ToolCallParser()  # only to hide <tool_call> markup from the reader
         self.line_start = True
 
     def write(self, text: str) -> None:
+        """The one way to stderr: secrets redacted, terminal controls shown, never raw."""
         if text:
-            self.err.write(text)
+            self.err.write(visible(self.redactor.text(text)))
             self.err.flush()
             self.line_start = text.endswith("\n")
 
@@ -237,21 +275,26 @@ class Progress:
 class Output:
     """Where a run's events and result go, by --output-format."""
 
-    def __init__(self, fmt: str, out: TextIO, err: TextIO):
+    def __init__(self, fmt: str, out: TextIO, err: TextIO, redactor: Redactor | None = None):
         self.fmt, self.out = fmt, out
-        self.progress = Progress(err, show_text=fmt != "stream-json")
+        self.redactor = redactor or Redactor()
+        self.progress = Progress(err, show_text=fmt != "stream-json", redactor=self.redactor)
         self.tally = Tally()
 
     def event(self, event: Any) -> None:
         self.tally.add(event)
         if self.fmt == "stream-json":
-            self.emit(json.dumps(ev.to_json(event), ensure_ascii=False))
+            self.emit(self.json_line(ev.to_json(event)))
         self.progress(event)
 
+    def json_line(self, value: dict[str, Any]) -> str:
+        return jsonsafe.dumps_line(self.redactor.value(value))
+
     def emit(self, line: str) -> None:
-        """One line on stdout; a reader that went away (`| head`) ends output, not the run."""
+        """One line on stdout, shown safely; a reader that went away (`| head`) ends output,
+        not the run."""
         try:
-            self.out.write(line + "\n")
+            self.out.write(visible(line) + "\n")
             self.out.flush()
         except BrokenPipeError:
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -264,11 +307,11 @@ class Output:
             self.progress.summary(result)
         if self.fmt == "text":
             if result["result"] and not _same_terminal(self.out, self.progress.err):
-                self.emit(result["result"].rstrip("\n"))
+                self.emit(self.redactor.text(result["result"].rstrip("\n")))
         elif self.fmt == "json":
-            self.emit(json.dumps(result, ensure_ascii=False))
+            self.emit(self.json_line(result))
         else:
-            self.emit(json.dumps({"type": "Result", **result}, ensure_ascii=False))
+            self.emit(self.json_line({"type": "Result", **result}))
         return exit_code
 
 
@@ -319,10 +362,18 @@ async def drive(agent: Any, task: str, output: Output) -> tuple[int, str]:
         await events.aclose()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-        await agent.engine.aclose()
+        catch_sigterm()  # asyncio put back the default action, which would end us without a result
+        if not interrupted:  # the process ends now: no waiting for an engine to wind down
+            await agent.engine.aclose()
         if agent.session is not None:
             agent.session.close()
     return exit_for(output.tally, interrupted)
+
+
+def catch_sigterm() -> None:
+    """SIGTERM (a CI runner's cancel) ends a run the way Ctrl-C does: KeyboardInterrupt, so
+    start-up and model loading stop with exit code 130 and the result object too."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 def _fail(output: Output, code: int, reason: str, message: str, extra: dict[str, Any]) -> int:
@@ -331,22 +382,51 @@ def _fail(output: Output, code: int, reason: str, message: str, extra: dict[str,
     return output.finish(code, reason, extra)
 
 
+NO_RUN = {"session_id": None, "engine": None, "model": None}  # result fields before a run has them
+
+
+def early_exit(fmt: str, code: int, reason: str, message: str) -> int:
+    """The end of a run that never got to start (flags argparse rejects, an interrupt
+    during start-up): the message, and the result object the output format promises."""
+    return _fail(Output(fmt, sys.stdout, sys.stderr, Redactor.for_session()), code, reason, message, dict(NO_RUN))
+
+
 def run(args: Any) -> int:
+    catch_sigterm()
+    output = Output(args.output_format, sys.stdout, sys.stderr, Redactor.for_session())
+    extra: dict[str, Any] = dict(NO_RUN)
+    try:
+        prepared = _prepare(args, output, extra)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM while starting or loading the model
+        return _fail(output, EXIT_INTERRUPTED, "cancelled", "interrupted while starting", extra)
+    if isinstance(prepared, int):
+        return prepared
+    agent, task = prepared
+    output.tally = Tally()  # time the task, not the engine load
+    try:
+        code, reason = asyncio.run(drive(agent, task, output))
+    except KeyboardInterrupt:  # before drive took the signals, or a second one: stop now
+        code, reason = EXIT_INTERRUPTED, "cancelled"
+    return output.finish(code, reason, extra)
+
+
+def _prepare(args: Any, output: Output, extra: dict[str, Any]) -> tuple[Any, str] | int:
+    """The agent and its task, or the exit code of a run that cannot start."""
     from clover_code.config import ConfigError, load_settings
     from clover_code.engine import EngineError
 
-    output = Output(args.output_format, sys.stdout, sys.stderr)
-    extra: dict[str, Any] = {"session_id": None, "engine": None, "model": None}
     try:
         check_numbers(args)
         task = read_task(args.task, sys.stdin)
         cwd = resolve_cwd(args.cwd)
         settings = load_settings(cwd, flag_settings(args))
+        output.redactor.add(settings.api_key)
+        extra["engine"] = settings.engine_name()
+        check_engine(settings.engine_name())
     except (UsageError, ConfigError) as exc:
         return _fail(output, EXIT_USAGE, "bad_input", str(exc), extra)
-    extra["engine"] = settings.engine_name()
     for notice in settings.notices:
-        print(f"note: {notice}", file=sys.stderr)
+        output.progress.line(f"note: {notice}")
     try:
         agent = _build(settings, cwd, args.resume, output)
     except (UsageError, ConfigError) as exc:
@@ -355,9 +435,7 @@ def run(args: Any) -> int:
         return _fail(output, EXIT_ENGINE, "engine_error", str(exc), extra)
     extra["session_id"] = agent.session.id if agent.session is not None else None
     extra["model"] = agent.engine.info.model
-    output.tally = Tally()  # time the task, not the engine load
-    code, reason = asyncio.run(drive(agent, task, output))
-    return output.finish(code, reason, extra)
+    return agent, task
 
 
 def _build(settings: Any, cwd: Path, resume: str | None, output: Output) -> Any:

@@ -76,10 +76,11 @@ def test_unreachable_endpoint_exits_3(task_repo, clover):
     assert last_json(proc.stdout)["exit_reason"] == "engine_error"
 
 
-def test_missing_replies_file_exits_3(task_repo, clover, tmp_path):
+def test_missing_replies_file_is_bad_input(task_repo, clover, tmp_path):
+    """Naming an engine that cannot exist is the user's mistake (2), found before any loading."""
     repo = task_repo("fix-median")
     proc = clover("--task", PROMPT, "--cwd", str(repo), "--engine", f"scripted:{tmp_path / 'none.jsonl'}")
-    assert_clean_failure(proc, 3, "cannot read scripted replies")
+    assert_clean_failure(proc, 2, "no such file")
 
 
 def test_engine_failing_mid_task_exits_3(task_repo, clover, tmp_path):

@@ -48,7 +48,7 @@ async def test_tool_card_for_a_read(repo):
         await idle(pilot)
         card = app.query(ToolCard).last()
         assert card.call.name == "read_file" and card.status == "ok" and card.seconds is not None
-        assert "read_file  app.py" in card.title and "✓" in card.title
+        assert "read_file  app.py" in str(card.title) and "✓" in str(card.title)
         assert "It subtracts." in replies_text(app)
 
 

@@ -23,6 +23,7 @@ from clover_code.agent.events import (
 )
 from clover_code.config import Settings
 from clover_code.engine import DenoiseStep
+from clover_code.ui.terminal_text import visible
 from clover_code.ui.tui.messages import (
     AgentFailed, AgentReady, ApprovalRequested, EventsPending, StepPending,
 )
@@ -79,7 +80,7 @@ class CloverApp(App):
                          model=self.settings.model or "", approval=self.settings.approval,
                          state="loading")
         for notice in self.settings.notices:
-            self.notify(notice, severity="warning", timeout=15)
+            self.say(notice, severity="warning", timeout=15)
         self.load_agent(self.resume)
 
     @property
@@ -122,7 +123,7 @@ class CloverApp(App):
     @on(AgentFailed)
     def _agent_failed(self, message: AgentFailed) -> None:
         self.status.show(state="error")
-        self.notify(message.message, title="the model could not start", severity="error", timeout=30)
+        self.say(message.message, title="the model could not start", severity="error", timeout=30)
         self.view.add_note(message.message, "error")
         if self._waiting:
             self.view.add_note(f"{len(self._waiting)} queued message(s) not sent.", "dim")
@@ -244,11 +245,11 @@ class CloverApp(App):
         elif isinstance(event, Notice):
             view.add_note(event.text, "dim")
             if live:
-                self.notify(event.text)
+                self.say(event.text)
         elif isinstance(event, ErrorEvent):
             view.add_note(event.message, "error")
             if live:
-                self.notify(event.message, severity="error", timeout=15)
+                self.say(event.message, severity="error", timeout=15)
         elif isinstance(event, TurnFinished):
             self.stats.turns += 1
             note = None if event.reason in ("done", "error") else event.reason.replace("_", " ")
@@ -327,6 +328,11 @@ class CloverApp(App):
         run_command(self, line)
 
     # --- helpers -------------------------------------------------------------------------
+    def say(self, text: str, **options: Any) -> None:
+        """A notification of text from the agent, tools or config: shown as written, never
+        read as markup (`[/]` would raise) nor passed to the terminal raw."""
+        self.notify(visible(text), markup=False, **options)
+
     def _keep_bottom(self) -> None:
         """The prompt below changed the view's height: show its end again (unless scrolled up)."""
         view = self.view

@@ -14,6 +14,7 @@ from rich.syntax import Syntax
 from textual.widgets import Static
 
 from clover_code.config import APPROVAL_MODES
+from clover_code.ui.terminal_text import visible
 from clover_code.tools import ToolError
 from clover_code.tools.gitrun import Git
 
@@ -80,7 +81,7 @@ def _diff(app: Any, arg: str) -> None:
         if not diff.strip():
             app.view.add_note("No changes since the session started.", "info")
             return
-        app.view.mount(Static(Syntax(diff, "diff", theme="ansi_dark", background_color="default"),
+        app.view.mount(Static(Syntax(visible(diff), "diff", theme="ansi_dark", background_color="default"),
                               classes="note -diff"))
 
     _in_thread(app, checkpoints.diff_since_start, show)

@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from clover_code.agent.events import ApprovalNeeded
+from clover_code.ui.terminal_text import visible
 from clover_code.ui.tui.widgets.tool_card import clip_lines, diff_view, summarize
 
 ANSWERS = {"y": "yes", "a": "always", "n": "no"}
@@ -49,17 +50,17 @@ class ApprovalPrompt(Static, can_focus=True):
 
     def _view(self, request: ApprovalNeeded) -> Group:
         call = request.call
-        head = Text.assemble(("Allow ", "bold"), (call.name, "bold yellow"),
+        head = Text.assemble(("Allow ", "bold"), (visible(call.name), "bold yellow"),
                              f"  {summarize(call, 100)}", ("?", "bold"))
         parts = [head]
         preview = request.preview.strip()
         if preview and request.kind == "edit":
             parts.append(diff_view(preview))
         elif preview:
-            parts.append(Syntax(clip_lines(preview, 20), "bash", theme="ansi_dark",
+            parts.append(Syntax(visible(clip_lines(preview, 20)), "bash", theme="ansi_dark",
                                 word_wrap=True, background_color="default"))
         parts.append(Text.assemble(("[y]", "bold green"), " yes once   ",
-                                   ("[a]", "bold cyan"), f" always allow {call.name} this session   ",
+                                   ("[a]", "bold cyan"), f" always allow {visible(call.name)} this session   ",
                                    ("[n]", "bold red"), " no, tell the model"))
         return Group(*parts)
 

@@ -10,6 +10,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from clover_code.engine import ToolCall
+from clover_code.ui.terminal_text import visible
 from clover_code.ui.tui.widgets.assistant_message import AssistantMessage
 from clover_code.ui.tui.widgets.tool_card import ToolCard
 from clover_code.ui.tui.widgets.user_message import UserMessage
@@ -65,7 +66,7 @@ class ConversationView(VerticalScroll, can_focus=False):
                 card.set_status("cancelled")
 
     def add_note(self, text: str, kind: str = "info") -> Static:
-        widget = Static(Text(text), classes=f"note -{kind}")
+        widget = Static(Text(visible(text)), classes=f"note -{kind}")  # notes quote tools and git
         self.mount(widget)
         return widget
 

@@ -13,8 +13,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 from textual import events
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import TextArea
+
+from clover_code.ui.terminal_text import visible
 
 PASTE_LINES, PASTE_CHARS = 8, 800  # a paste larger than this becomes a placeholder
 _AT_PATH = re.compile(r"@([\w./\-]*)$")
@@ -122,13 +125,18 @@ class InputEditor(TextArea):
         found = [p for p in self._paths() if p.startswith(prefix)] or [
             p for p in self._paths() if prefix and prefix in p]
         if not found:
-            self.border_subtitle = f"no file matches @{prefix}"
+            self.border_subtitle = _literal(f"no file matches @{prefix}")
             return True
         common = os.path.commonprefix(found) if all(p.startswith(prefix) for p in found) else prefix
         if len(found) == 1:
             common = found[0] + " "
         if len(common) > len(prefix):
             self.insert(common[len(prefix):])
-        self.border_subtitle = "" if len(found) == 1 else "  ".join(found[:8]) + (
-            f"  (+{len(found) - 8})" if len(found) > 8 else "")
+        self.border_subtitle = "" if len(found) == 1 else _literal("  ".join(found[:8]) + (
+            f"  (+{len(found) - 8})" if len(found) > 8 else ""))
         return True
+
+
+def _literal(text: str) -> Content:
+    """File names come from the workspace: shown as written, not as markup or terminal codes."""
+    return Content(visible(text))

@@ -19,6 +19,7 @@ from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
+from clover_code.ui.terminal_text import visible
 from clover_code.ui.tui.display_text import safe_cut
 
 FRESH_SECONDS = 0.35
@@ -109,7 +110,9 @@ class MarkdownBlock(Widget):
     def _render_text(self, text: str, width: int) -> list[Strip]:
         console = self.app.console
         options = console.options.update(width=width, height=None, highlight=False)
-        rendered = console.render_lines(Markdown(text.strip("\n")), options, pad=False, new_lines=False)
+        # Model text may hold escape sequences: shown as text, never sent to the terminal.
+        markdown = Markdown(visible(text.strip("\n")))
+        rendered = console.render_lines(markdown, options, pad=False, new_lines=False)
         return [Strip(Segment.simplify(line)) for line in rendered]
 
     def _render_tail(self) -> None:

@@ -10,6 +10,8 @@ from textual.containers import Horizontal
 from textual.widget import Widget
 from textual.widgets import ProgressBar
 
+from clover_code.ui.terminal_text import visible
+
 WARN_AT, DANGER_AT = 0.75, 0.9  # fractions of the context window
 
 
@@ -36,7 +38,7 @@ def render_status(info: StatusInfo) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(f" {info.engine}", style="bold")
     if info.model:
-        text.append(f" {info.model}", style="dim")
+        text.append(f" {visible(info.model)}", style="dim")  # a server names its model
     text.append("  │ ")
     text.append(info.approval, style="bold magenta")
     text.append(" │ ctx ")

@@ -1,6 +1,8 @@
 """ToolCard: one tool call: name, arguments, status, duration; collapsible.
 
 Edits show their diff syntax-highlighted, shell commands their output and exit code.
+Everything shown comes from the model or the workspace: it passes `visible` (no terminal
+controls) and is never read as markup (the title is Content, not a markup string).
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ from typing import Any
 from rich.console import Group
 from rich.syntax import Syntax
 from rich.text import Text
+from textual.content import Content
 from textual.widgets import Collapsible, Static
 
+from clover_code import jsonsafe
 from clover_code.engine import ToolCall
+from clover_code.ui.terminal_text import visible
 
 MAX_OUTPUT_LINES = 60
 _KEY_ARGS = ("path", "command", "pattern", "message", "query", "file")
@@ -26,7 +31,7 @@ _STATUS = {
 
 def parse_arguments(arguments: str) -> dict[str, Any] | None:
     try:
-        value = json.loads(arguments) if arguments.strip() else {}
+        value = jsonsafe.loads(arguments) if arguments.strip() else {}
     except json.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
@@ -37,7 +42,7 @@ def summarize(call: ToolCall, limit: int = 60) -> str:
     args = parse_arguments(call.arguments) or {}
     for key in _KEY_ARGS:
         if isinstance(args.get(key), str):
-            value = " ".join(args[key].split())
+            value = visible(" ".join(args[key].split()))
             return value if len(value) <= limit else value[: limit - 1] + "…"
     return ""
 
@@ -51,7 +56,7 @@ def clip_lines(text: str, limit: int = MAX_OUTPUT_LINES) -> str:
 
 
 def diff_view(diff: str) -> Syntax:
-    return Syntax(clip_lines(diff, 200), "diff", theme="ansi_dark", word_wrap=True,
+    return Syntax(visible(clip_lines(diff, 200)), "diff", theme="ansi_dark", word_wrap=True,
                   background_color="default")
 
 
@@ -67,18 +72,18 @@ class ToolCard(Collapsible):
         self._body = Static(self._arguments_view(), classes="tool-body")
         super().__init__(self._body, title=self._heading(), collapsed=True)
 
-    def _heading(self) -> str:
+    def _heading(self) -> Content:
         symbol, _ = _STATUS[self.status]
         took = f" {self.seconds:.2f}s" if self.seconds is not None else ""
         what = summarize(self.call)
-        return f"{self.call.name}{'  ' + what if what else ''}   {symbol}{took}"
+        return Content(f"{visible(self.call.name)}{'  ' + what if what else ''}   {symbol}{took}")
 
     def _arguments_view(self) -> Text:
         args = parse_arguments(self.call.arguments)
         if args is None:
-            return Text(self.call.arguments, style="dim")
+            return Text(visible(self.call.arguments), style="dim")
         body = json.dumps(args, indent=2, ensure_ascii=False)
-        return Text(clip_lines(body, 30), style="dim")
+        return Text(visible(clip_lines(body, 30)), style="dim")
 
     def set_status(self, status: str, seconds: float | None = None) -> None:
         self.status = status
@@ -101,7 +106,7 @@ class ToolCard(Collapsible):
             style = "green" if code == 0 else "red"
             parts.append(Text(f"exit code {code}", style=f"bold {style}"))
         if output.strip() and not (isinstance(diff, str) and diff.strip() and ok):
-            parts.append(Text(clip_lines(output.rstrip())))
+            parts.append(Text(visible(clip_lines(output.rstrip()))))
         if not ok and not denied:
             self.collapsed = False
         self._body.update(Group(*parts))

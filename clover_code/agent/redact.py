@@ -1,0 +1,73 @@
+"""Keeping known secrets out of what clover-code writes down (session logs, JSON output).
+
+The secrets are values known at session start: the configured api_key and the values of
+environment variables named like secrets (the names the sandbox keeps from the shell,
+clover_code.tools.policy.SECRET_NAME_PARTS). Each string about to be written has every
+occurrence of one replaced with `[redacted]`, before it is serialized, so the JSON around
+it stays valid. A secret the model spells out across two streamed blocks is not caught:
+the sandbox keeping secrets from the model is the first line; this is the second.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterable, Mapping
+
+from clover_code.tools.policy import SECRET_NAME_PARTS
+
+REDACTED = "[redacted]"
+MIN_ENV_SECRET = 8  # shorter values of secret-named variables ("true", "1") are not secret text
+MIN_SECRET = 4  # an explicitly given secret (the api key) shorter than this would hit ordinary text
+
+
+def secret_name(name: str) -> bool:
+    upper = name.upper()
+    return any(part in upper for part in SECRET_NAME_PARTS)
+
+
+def environment_secrets(env: Mapping[str, str] | None = None) -> list[str]:
+    """Values of secret-named environment variables long enough to be secrets."""
+    env = os.environ if env is None else env
+    return [value for name, value in env.items() if secret_name(name) and len(value) >= MIN_ENV_SECRET]
+
+
+class Redactor:
+    def __init__(self, secrets: Iterable[str | None] = ()):
+        self._secrets: list[str] = []
+        for secret in secrets:
+            self.add(secret)
+
+    @classmethod
+    def for_session(cls, api_key: str | None = None, env: Mapping[str, str] | None = None) -> Redactor:
+        return cls([api_key, *environment_secrets(env)])
+
+    def add(self, secret: str | None) -> None:
+        if not isinstance(secret, str) or len(secret.strip()) < MIN_SECRET:
+            return
+        # Also the form it takes inside JSON text (a tool call's `arguments` is a JSON string).
+        for form in (secret, json.dumps(secret, ensure_ascii=False)[1:-1]):
+            if form not in self._secrets:
+                self._secrets.append(form)
+        self._secrets.sort(key=len, reverse=True)  # a secret containing another goes first
+
+    def __bool__(self) -> bool:
+        return bool(self._secrets)
+
+    def text(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        return text
+
+    def value(self, value: Any) -> Any:
+        """`value` with every string in it redacted; dict keys (field names) and other values as they are."""
+        if not self._secrets:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {k: self.value(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.value(v) for v in value]
+        return value
