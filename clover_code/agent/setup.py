@@ -10,7 +10,7 @@ from clover_code.agent.instructions import load_instructions, render_system_prom
 from clover_code.agent.loop import Agent, AgentSettings
 from clover_code.agent.permissions import Approver, Permissions
 from clover_code.agent.session import SessionLog
-from clover_code.config import Settings
+from clover_code.config import Settings, user_config_path
 from clover_code.engine import Engine, EngineError, make_engine
 from clover_code.tools import Registry, ToolContext, default_registry
 from clover_code.tools.policy import SandboxPolicy
@@ -47,18 +47,27 @@ def agent_settings(settings: Settings) -> AgentSettings:
 def sandbox_policy(settings: Settings) -> SandboxPolicy:
     """What the sandbox passes on, hides and limits: from the user's config only (load_settings
     never takes these keys from a project's file)."""
-    return SandboxPolicy(keep_env=tuple(settings.keep_env), deny_read=tuple(settings.deny_read),
+    own_config = str(user_config_path().parent)  # holds the api key, wherever XDG_CONFIG_HOME puts it
+    return SandboxPolicy(keep_env=tuple(settings.keep_env), deny_read=(*settings.deny_read, own_config),
                          max_processes=settings.max_processes, memory_mb=settings.memory_mb)
 
 
 def tool_context(settings: Settings, root: Path) -> ToolContext:
+    from clover_code.tools import ToolError
     from clover_code.tools.checkpoints import Checkpoints
+    from clover_code.tools.gitrun import Git
     from clover_code.tools.workspace import Workspace
 
     # full-auto never asks, so its shell always runs sandboxed.
     sandbox = settings.sandbox or settings.approval == "full-auto"
+    policy = sandbox_policy(settings)
+    git = Git(root, sandbox=sandbox, policy=policy)  # shell and git share one sandbox policy
+    try:
+        git.repository()  # the repository the session starts in: a later .git pointing out is refused
+    except ToolError:
+        pass  # no sandbox here: the git tools will say so when used
     return ToolContext(Workspace(root), sandbox=sandbox, shell_timeout=settings.shell_timeout,
-                       checkpoints=Checkpoints(root), policy=sandbox_policy(settings))
+                       checkpoints=Checkpoints(root, git=git), policy=policy, git=git)
 
 
 def build_agent(settings: Settings, cwd: Path, approver: Approver, *, resume: str | None = None,

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from pydantic import BaseModel, ValidationError
 
 from clover_code import jsonsafe
+from clover_code.tools.policy import SandboxPolicy
 
 # What a tool does, for permissions: reads are free in `ask` mode, the rest ask.
 ToolKind = Literal["read", "edit", "shell", "git"]
@@ -48,6 +49,8 @@ class ToolContext:
     sandbox: bool = True  # run_shell inside bubblewrap
     shell_timeout: float = 120.0
     checkpoints: Any = None  # clover_code.tools.git.Checkpoints, when in use
+    policy: SandboxPolicy = field(default_factory=SandboxPolicy)  # env, hidden paths, limits
+    git: Any = None  # clover_code.tools.gitrun.Git made at session start; None: one per call
 
 
 def tool_description(name: str) -> str:

@@ -41,9 +41,9 @@ def test_bad_input_exits_2(case, task_repo, clover, tmp_path):
         (repo / ".clover").mkdir()
         (repo / ".clover" / "config.toml").write_text("approval = [\n")
         words = "not valid TOML"
-    elif case == "unknown setting":
-        (repo / ".clover").mkdir()
-        (repo / ".clover" / "config.toml").write_text("colour = 'green'\n")
+    elif case == "unknown setting":  # in the user's own config (a project's is ignored, with a notice)
+        (tmp_path / "xdg" / "clover-code").mkdir(parents=True)
+        (tmp_path / "xdg" / "clover-code" / "config.toml").write_text("colour = 'green'\n")
         words = "unknown setting"
     elif case == "nothing to resume":
         args, words = [*args, "--resume"], "no sessions to resume"

@@ -107,7 +107,9 @@ def test_project_cannot_loosen_the_sandbox_policy(git_repo, tmp_path):
           'sandbox = false\napproval = "full-auto"\nallow = ["shell:*"]\n')
     settings = load_settings(git_repo, {"endpoint": REFUSED})
     ctx = tool_context(settings, git_repo)
-    assert ctx.policy == SandboxPolicy(keep_env=("GITHUB_TOKEN",), deny_read=DEFAULT_DENY_READ, memory_mb=512)
+    own_config = str(tmp_path / "xdg" / "clover-code")  # always hidden: it may hold the api key
+    assert ctx.policy == SandboxPolicy(keep_env=("GITHUB_TOKEN",), deny_read=(*DEFAULT_DENY_READ, own_config),
+                                       memory_mb=512)
     assert ctx.sandbox and settings.approval == "ask" and settings.allow == []
     (note,) = settings.notices
     for key in ("keep_env", "deny_read", "max_processes", "memory_mb", "sandbox", "approval", "allow"):
