@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from clover_code.tools import ToolError
 from clover_code.tools.policy import SandboxPolicy
-from clover_code.tools.proclimit import TaskWatch, limit_note
+from clover_code.tools.proclimit import ProcessLimit, limit_note
 from clover_code.tools.sandbox import command_env, confined_argv, protected_inside
 
 # No fsmonitor daemon, no colour or quoting in what the model reads; commits are unsigned,
@@ -124,26 +123,31 @@ class Git:
 
     def _execute(self, argv: list[str], cwd: Path, env: dict[str, str], input: str | None,
                  timeout: float) -> GitResult:
+        limit = ProcessLimit(self.policy.max_processes) if self.sandbox else None
+        try:
+            return self._communicate(limit.wrap(argv) if limit else argv, cwd, env, input, timeout, limit)
+        finally:
+            if limit:
+                limit.close()
+
+    def _communicate(self, argv: list[str], cwd: Path, env: dict[str, str], input: str | None,
+                     timeout: float, limit: ProcessLimit | None) -> GitResult:
         try:
             proc = subprocess.Popen(argv, cwd=cwd, env=env, text=True, errors="replace",
                                     stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         except OSError as exc:
             raise ToolError(f"git could not start: {exc.strerror or exc}") from None
-        done = threading.Event()
-        watch = TaskWatch(proc.pid, self.policy.max_processes) if self.sandbox else None
-        if watch:
-            watch.run_in_thread(done)
+        if limit:
+            limit.start(proc.pid)
         try:
             out, err = proc.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(proc.pid)
             out, err = proc.communicate()
             err += f"\n[git timed out after {timeout:g} s and was killed]"
-        finally:
-            done.set()
-        if watch and watch.hit:
-            err += "\n" + limit_note(self.policy.max_processes)
+        if limit and limit.hit(err):
+            err += "\n" + limit_note(self.policy.max_processes, killed=limit.killed)
         return GitResult(proc.returncode, out, err)
 
 

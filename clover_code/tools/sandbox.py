@@ -91,7 +91,10 @@ def confined_argv(argv: list[str], *, cwd: Path, writable: tuple[Path, ...], rea
     hidden paths and limits applied. Raises ToolError when no sandbox can run."""
     bwrap = require_sandbox(f"{Path(argv[0]).name}")
     hidden = hidden_paths(policy, keep_visible=writable)
-    limits = [SHELL, "-c", f'ulimit -d {policy.memory_mb * 1024} || exit 125; exec "$@"', "clover-sandbox"]
+    # A hard limit already lower than ours stays (ulimit cannot raise it). -u binds a user who
+    # is not root, counted in the sandbox's own user namespace; for root proclimit.py watches.
+    limits = [SHELL, "-c", f'ulimit -d {policy.memory_mb * 1024} 2>/dev/null; '
+              f'ulimit -u {policy.max_processes} 2>/dev/null; exec "$@"', "clover-sandbox"]
     return [*_bwrap_argv(bwrap, cwd=cwd, writable=writable, read_only=read_only, hidden=hidden, visible=visible),
             *limits, *argv]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from clover_code.tools import ToolContext, ToolError, ToolResult
-from clover_code.tools.proclimit import TaskWatch, limit_note, memory_note
+from clover_code.tools.proclimit import ProcessLimit, limit_note, memory_note
 from clover_code.tools.sandbox import command_env, shell_argv
 
 HEAD_BYTES = 16_000  # kept from the start of the output
@@ -81,6 +81,7 @@ class Outcome:
     timed_out: bool
     cut_bytes: int
     over_process_limit: bool = False
+    killed_at_limit: bool = False
 
 
 def _kill_group(pid: int) -> None:
@@ -98,16 +99,29 @@ async def _drain(stream: asyncio.StreamReader, cap: OutputCap) -> None:
 async def run_command(argv: list[str], cwd: Path, env: dict[str, str], timeout: float,
                       max_processes: int | None = None) -> Outcome:
     """Run argv with stdout+stderr merged; kill its process group on timeout or cancellation.
-    With `max_processes`, argv is a sandbox whose tasks are counted (tools/proclimit.py)."""
+    With `max_processes`, argv is a sandbox held to that many tasks (tools/proclimit.py)."""
+    limit = ProcessLimit(max_processes) if max_processes else None
+    try:
+        outcome = await _run(limit.wrap(argv) if limit else argv, cwd, env, timeout, limit)
+    finally:
+        if limit:
+            limit.close()
+    if limit and limit.hit(outcome.output):
+        outcome.over_process_limit, outcome.killed_at_limit = True, limit.killed
+    return outcome
+
+
+async def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float,
+               limit: ProcessLimit | None) -> Outcome:
     proc = await asyncio.create_subprocess_exec(
         *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT, start_new_session=True,
     )
+    if limit:
+        limit.start(proc.pid)
     cap = OutputCap()
     assert proc.stdout is not None
     reader = asyncio.create_task(_drain(proc.stdout, cap))
-    watch = TaskWatch(proc.pid, max_processes) if max_processes else None
-    watcher = asyncio.create_task(watch.run_async()) if watch else None
     timed_out = False
     try:
         try:
@@ -117,29 +131,27 @@ async def run_command(argv: list[str], cwd: Path, env: dict[str, str], timeout: 
     except BaseException:  # cancelled: the user pressed Esc / the turn ended
         _kill_group(proc.pid)
         reader.cancel()
-        if watcher:
-            watcher.cancel()
         await asyncio.shield(proc.wait())
         raise
-    if watcher:
-        watcher.cancel()
     _kill_group(proc.pid)  # timeout, or background children still holding the group
     await proc.wait()
     try:
         await asyncio.wait_for(reader, DRAIN_GRACE_S)
     except TimeoutError:
         pass  # a child that left the group keeps the pipe open; stop reading it
-    return Outcome(proc.returncode, cap.text(), timed_out, cap.cut_bytes, bool(watch and watch.hit))
+    return Outcome(proc.returncode, cap.text(), timed_out, cap.cut_bytes)
 
 
 def _status_line(outcome: Outcome, timeout: float, ctx: ToolContext) -> str:
-    if outcome.over_process_limit:
-        return limit_note(ctx.policy.max_processes)
+    if outcome.killed_at_limit:
+        return limit_note(ctx.policy.max_processes, killed=True)
     if outcome.timed_out:
         return f"[timed out after {timeout:g} s: the command and all its children were killed]"
     code = outcome.exit_code
     status = f"[killed by signal {-code}]" if code is not None and code < 0 else f"[exit code {code}]"
     note = memory_note(outcome.output, ctx.policy.memory_mb) if ctx.sandbox else None
+    if outcome.over_process_limit:
+        note = limit_note(ctx.policy.max_processes, killed=False)
     return f"{note}\n{status}" if note else status
 
 
@@ -179,7 +191,7 @@ class RunShell:
         data = {"exit_code": outcome.exit_code, "timed_out": outcome.timed_out,
                 "sandboxed": ctx.sandbox, "cut_bytes": outcome.cut_bytes,
                 "over_process_limit": outcome.over_process_limit}
-        ok = outcome.exit_code == 0 and not outcome.timed_out and not outcome.over_process_limit
+        ok = outcome.exit_code == 0 and not outcome.timed_out and not outcome.killed_at_limit
         return ToolResult(ok, text + status, data)
 
 
