@@ -91,6 +91,7 @@ def confined_argv(argv: list[str], *, cwd: Path, writable: tuple[Path, ...], rea
     hidden paths and limits applied. Raises ToolError when no sandbox can run."""
     bwrap = require_sandbox(f"{Path(argv[0]).name}")
     hidden = hidden_paths(policy, keep_visible=writable)
+    visible = (*running_python(), *visible)  # a venv under /tmp (a CI checkout) stays usable
     # A hard limit already lower than ours stays (ulimit cannot raise it). -u binds a user who
     # is not root, counted in the sandbox's own user namespace; for root proclimit.py watches.
     limits = [SHELL, "-c", f'ulimit -d {policy.memory_mb * 1024} 2>/dev/null; '
@@ -134,6 +135,11 @@ def _entries(folder: Path) -> list[Path]:
         return list(folder.iterdir())
     except OSError:
         return []
+
+
+def running_python() -> tuple[Path, ...]:
+    """This Python's venv and installation: commands run its python, pytest and rg."""
+    return tuple(dict.fromkeys(Path(p).resolve() for p in (sys.prefix, sys.base_prefix) if Path(p).is_dir()))
 
 
 def hidden_paths(policy: SandboxPolicy, keep_visible: tuple[Path, ...] = ()) -> tuple[Path, ...]:
