@@ -2,8 +2,8 @@
 
 Each tool declares its arguments as a pydantic model: that model is the one source
 of its JSON schema and of argument validation. Description texts live in
-`clover_code/prompts/tools/<name>.md`. The registry never raises past itself: every
-failure comes back as a ToolResult the model can read.
+`prompts/tools/<name>.md` (installed as the package clover_code.prompts). The registry
+never raises past itself: every failure comes back as a ToolResult the model can read.
 """
 
 from __future__ import annotations

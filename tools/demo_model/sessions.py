@@ -5,7 +5,7 @@ generated git repository, recorded as the messages the agent would send the mode
 
 Each line of OUT is {"family", "messages"} in the agent's OpenAI message format (system,
 user, assistant with tool_calls, tool). The system prompt is the real one
-(clover_code/prompts/system.md); the tool results are what the real tools returned.
+(prompts/system.md); the tool results are what the real tools returned.
 
 Some sessions (--slip-rate) hold one slip: before a step, a wrong version of its first
 call (a misremembered package name, an edit whose old_string is off by a word), the real
