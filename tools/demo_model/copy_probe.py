@@ -5,7 +5,7 @@ of every assistant turn that holds one of the new names is then scored at each n
 twice: with only that token masked and the rest of the block given (the last denoising
 step, the easiest case), and with the whole block masked (the first step). A model that
 copies from the prompt and the tool results scores on both; one that recalls its training
-pools scores 0 even on the first, which is what run F did (model card).
+pools scores 0 even on the first, which is what run F did (docs/demo-model-training.md).
 """
 
 from __future__ import annotations

@@ -6,10 +6,10 @@ token is in the prompt, and only attention that finds the span and follows it al
 predicts it. The rows are trained with the sessions' objective (`--copy-rate`), so a copy
 learned here is one the denoiser uses. Unlike the bare span-repeat task of session 7 (a
 copy from ~5,000 sequences), 9,600 of these rows taught the shipped model little (span
-tokens 16% with only that token masked; see the model card). Without the noise (`noise=0`)
-and with the next-token loss on the turn only (`--ar-scope turns`) they did better but no
-more than half: the shipped model 46% in 1,400 steps of 16 rows, a new model 36% in 600,
-rising slowly, and neither copy carried over to the drills."""
+tokens 16% with only that token masked; see docs/demo-model-training.md). Without the
+noise (`noise=0`) and with the next-token loss on the turn only (`--ar-scope turns`) they
+did better but no more than half: the shipped model 46% in 1,400 steps of 16 rows, a new
+model 36% in 600, rising slowly, and neither copy carried over to the drills."""
 
 from __future__ import annotations
 
