@@ -52,7 +52,10 @@ def test_every_package_is_listed_in_pyproject():
 
 def test_prompts_live_at_the_top_level_only():
     assert _setuptools_config()["package-dir"]["clover_code.prompts"] == "prompts"
-    assert not (ROOT / "clover_code" / "prompts").exists(), "one place for the prompts: prompts/"
+    # A leftover clover_code/prompts/ (say a __pycache__ from before the move) would be found
+    # first, as an empty namespace package, and no prompt would load.
+    assert not (ROOT / "clover_code" / "prompts").exists(), "one place for the prompts: prompts/; " \
+        "remove clover_code/prompts/"
     loaded = resources.files("clover_code.prompts")
     assert loaded.joinpath("system.md").read_text(encoding="utf-8") == \
         (ROOT / "prompts" / "system.md").read_text(encoding="utf-8")
