@@ -121,6 +121,15 @@ class Conversation:
             counted = max(counted, used + message_tokens(self.messages[covered:]))
         return counted
 
+    def base_tokens(self, engine: Engine | None = None) -> int:
+        """What every request carries whatever is dropped: the system prompt and the tools."""
+        return self.count([{"role": "system", "content": self.system}] if self.system else [], engine)
+
+    @property
+    def counted_by_server(self) -> bool:
+        """Whether `tokens()` rests on the engine's own count of an earlier request."""
+        return self._anchor is not None
+
     def count(self, messages: list[dict[str, Any]], engine: Engine | None = None) -> int:
         if engine is not None and hasattr(engine, "count_tokens"):
             try:
@@ -202,10 +211,11 @@ def transcript(messages: list[dict[str, Any]], limit_tokens: int) -> str:
     return out if len(out) <= limit else "[... earlier part cut ...]\n" + out[-limit:]
 
 
-async def summarise(engine: Engine, messages: list[dict[str, Any]]) -> str:
-    """Ask the model for a summary of `messages`; a plain digest when it cannot give one."""
+async def summarise(engine: Engine, messages: list[dict[str, Any]], max_tokens: int = SUMMARY_TOKENS) -> str:
+    """Ask the model for a summary of `messages` in at most `max_tokens`; a plain digest when
+    it cannot give one."""
     window = engine.info.context_window
-    max_tokens = min(SUMMARY_TOKENS, window // 4)
+    max_tokens = min(max_tokens, window // 4)
     room = window - max_tokens - 512
     request = ChatRequest(
         [{"role": "system", "content": SUMMARY_SYSTEM},

@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable
 
 from clover_code.agent.calls import CallRunner, failure_key
-from clover_code.agent.context import KEEP_FRACTION, Conversation, summarise
+from clover_code.agent.context import KEEP_FRACTION, SUMMARY_TOKENS, Conversation, summarise
 from clover_code.agent.events import (
     BlockCommitted, Cleared, Compacted, ErrorEvent, Event, Notice, ToolFinished, TurnFinished, UserMessage,
 )
 from clover_code.agent.permissions import Approver, Permissions
 from clover_code.engine import Block, ChatRequest, DenoiseStep, Engine, EngineError
 from clover_code.engine.toolcalls import ParsedCall, ToolCallParser, check_structured
+from clover_code.engine.window import ContextOverflow, no_room
 from clover_code.tools import Registry, ToolContext
 
 MIN_REPLY_TOKENS = 256  # below this much room for a reply, compact first
@@ -133,9 +134,8 @@ class Agent:
         streak: tuple[Any, int] = (None, 0)
         text = ""
         for _ in range(self.settings.max_turns):
-            max_tokens = await self._fit_context()
             stats.turns += 1
-            text, results = await self._request(runner, stats, max_tokens)
+            text, results = await self._fitted_request(runner, stats)
             if not results:
                 return TurnFinished("done", text, stats.as_dict())
             for result in results:
@@ -183,18 +183,50 @@ class Agent:
             raise
         return text.strip(), results
 
+    async def _fitted_request(self, runner: CallRunner, stats: _Stats) -> tuple[str, list[ToolFinished]]:
+        """One request sized to the window. A server that refuses it as too long has taught the
+        engine its window by then: compact and ask once more."""
+        try:
+            return await self._request(runner, stats, await self._fit_context())
+        except ContextOverflow as exc:
+            if not (await self.compact(keep_tokens=self._keep_tokens())).dropped_messages:
+                raise self._nothing_to_drop(exc) from None
+        return await self._request(runner, stats, await self._fit_context())
+
+    def _nothing_to_drop(self, exc: ContextOverflow) -> ContextOverflow:
+        """A refusal compaction cannot help with; said in the user's terms when it is the first request."""
+        if exc.prompt_tokens is None or exc.window is None or len(self.conversation.messages) > 1:
+            return exc
+        return no_room("the system prompt, tool descriptions and task",
+                       exc.prompt_tokens, exc.window, self.engine.info.context_source)
+
     async def _fit_context(self) -> int:
         """Compact when the next request would overflow; the room left for the reply."""
+        connect = getattr(self.engine, "connect", None)
+        if connect is not None:  # a server's window is learned before the first request is sized
+            await connect()
         window = self.engine.info.context_window
         used = self.conversation.tokens(self.engine)
-        if used + min(self.settings.max_tokens, window // 4) > window:
-            await self.compact(keep_tokens=int(window * KEEP_FRACTION))
+        if used + min(self.settings.max_tokens, self._free_tokens() // 4) > window:
+            await self.compact(keep_tokens=self._keep_tokens())
             used = self.conversation.tokens(self.engine)
         room = window - used
-        if room < MIN_REPLY_TOKENS:
-            raise EngineError(f"the conversation ({used} tokens) does not fit the context window "
-                              f"({window}) even after compaction; start a new session")
-        return min(self.settings.max_tokens, room)
+        if room >= MIN_REPLY_TOKENS:
+            return min(self.settings.max_tokens, room)
+        if not self.conversation.counted_by_server:
+            return self.settings.max_tokens  # a bare estimate: the engine counts, or the server refuses
+        base = self.conversation.base_tokens(self.engine)
+        if base + MIN_REPLY_TOKENS > window:
+            raise no_room("the system prompt and tool descriptions", base, window, self.engine.info.context_source)
+        raise EngineError(f"the conversation ({used} tokens) does not fit the context window "
+                          f"({window}) even after compaction; start a new session")
+
+    def _free_tokens(self) -> int:
+        """The window less the system prompt and tools: what the conversation may fill."""
+        return max(0, self.engine.info.context_window - self.conversation.base_tokens(self.engine))
+
+    def _keep_tokens(self) -> int:
+        return int(self._free_tokens() * KEEP_FRACTION)
 
     def clear(self) -> Cleared:
         """Start over (/clear); logged, so a resumed session starts over too."""
@@ -206,7 +238,8 @@ class Agent:
         """Summarise older messages with the model, keep the recent ones verbatim (/compact)."""
         before = self.conversation.tokens(self.engine)
         n = self.conversation.compaction_split(keep_tokens)
-        summary = await summarise(self.engine, self.conversation.messages[:n]) if n else ""
+        budget = max(MIN_REPLY_TOKENS, min(SUMMARY_TOKENS, self._free_tokens() // 4))  # it joins what is kept
+        summary = await summarise(self.engine, self.conversation.messages[:n], budget) if n else ""
         if not n:
             return Compacted(0, before, before, "")
         event = Compacted(n, before, self.conversation.tokens_after_compaction(n, summary, self.engine), summary)

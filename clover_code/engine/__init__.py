@@ -76,6 +76,9 @@ class EngineInfo:
     context_window: int = CLOVER_CONTEXT_WINDOW
     block_size: int | None = DEFAULT_BLOCK_SIZE  # None when a server does not say
     threshold: float | None = DEFAULT_THRESHOLD
+    # Where context_window came from: "engine" (the engine's own config), or for a server the
+    # request that said it, or engine.window.ASSUMED while the server has not said.
+    context_source: str = "engine"
 
 
 @runtime_checkable

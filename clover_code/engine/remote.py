@@ -6,14 +6,22 @@ and delivered, whole, on the block that carries the finish reason. Connection er
 and 429/503 are retried with backoff until the response starts; after that a failure
 keeps the blocks already delivered and raises EngineError. The API key is sent in the
 Authorization header and nowhere else: not in reprs, logs or error messages.
+
+The context window is learned once per endpoint (engine.window says where servers state it):
+from GET /models, else the server's own metadata routes, else the HTTP 400 that refuses an
+over-long request, which is then sent once more with a reply that fits. Each request's
+max_tokens is capped to the room the prompt leaves; prompt sizes are estimates scaled by
+what the server last counted (its usage), so they track the server's own tokenizer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import email.utils
 import json
 import logging
+import math
 import os
 import ssl
 import time
@@ -34,10 +42,16 @@ from clover_code.engine import (
 )
 from clover_code.engine.chunk_fold import ChunkFold, chunk_json_object
 from clover_code.engine.openai_wire import SSEReader, request_json
+from clover_code.engine.window import (
+    ASSUMED, ContextOverflow, field_window, no_room, ollama_window, props_window, raise_window_hint,
+    rejection_limits,
+)
 
 log = logging.getLogger("clover_code.remote")
 RETRY_STATUS = {429, 503}
-CONTEXT_FIELDS = ("context_window", "max_model_len", "context_length", "max_context_length", "n_ctx")
+COUNT_MARGIN = 1.05  # prompt estimates err this much high: a request the server refuses costs a round trip
+MIN_REPLY_ROOM = 64  # tokens: less room than this for a reply is no room
+REJECTED_SOURCE = "the server's HTTP 400 answer"
 
 
 def _normalize_endpoint(endpoint: str) -> str:
@@ -58,18 +72,24 @@ def _display(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[1], parts.path, parts.query, ""))
 
 
-def _server_message(text: str) -> str:
+def _server_error(text: str) -> tuple[str, dict[str, Any]]:
+    """An error body's message and its error object ({} when it has none)."""
     try:
         data = jsonsafe.loads(text)
     except ValueError:
-        return " ".join(text.split())[:300]
+        return " ".join(text.split())[:300], {}
     if isinstance(data, dict):
         err = data.get("error", data.get("detail", data.get("message")))
-        if isinstance(err, dict):
-            err = err.get("message")
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"][:300], err
         if isinstance(err, str):
-            return err[:300]
-    return " ".join(text.split())[:300]
+            return err[:300], {}
+    return " ".join(text.split())[:300], {}
+
+
+def _server_root(base: str) -> str:
+    """Where servers keep their own routes (/props, /api/show): the API root without /v1."""
+    return base.removesuffix("/v1")
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -104,8 +124,10 @@ class RemoteEngine:
         self._model, self._context = model, context_window
         self.streaming = stream
         self._tools_unstreamable = False  # learnt from the server: whole replies when tools are given
-        self.info = EngineInfo("remote", model or "", context_window or CLOVER_CONTEXT_WINDOW, None, None)
+        self.info = EngineInfo("remote", model or "", context_window or CLOVER_CONTEXT_WINDOW, None, None,
+                               "configured" if context_window else ASSUMED)
         self._resolved = bool(model and context_window)
+        self._token_ratio: float | None = None  # the server's prompt count / our estimate, once seen
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self.last_prompt_tokens: int | None = None
@@ -114,8 +136,25 @@ class RemoteEngine:
         key = "set" if self._api_key else "unset"
         return f"RemoteEngine(endpoint={self.url!r}, model={self.info.model!r}, api_key={key})"
 
-    def count_tokens(self, request: ChatRequest) -> int:
+    @property
+    def window_known(self) -> bool:
+        return self.info.context_source != ASSUMED
+
+    @staticmethod
+    def _estimate(request: ChatRequest) -> int:
         return estimate_tokens(json.dumps(request.messages, default=str) + json.dumps(request.tools))
+
+    def count_tokens(self, request: ChatRequest) -> int:
+        """Prompt tokens, erring high: the estimate scaled to what the server last counted."""
+        return math.ceil(self._estimate(request) * (self._token_ratio or 1.0) * COUNT_MARGIN)
+
+    def _calibrate(self, request: ChatRequest, server_count: int) -> None:
+        self._token_ratio = server_count / max(1, self._estimate(request))
+
+    def _learn_window(self, tokens: int, source: str) -> None:
+        if (tokens, source) != (self.info.context_window, self.info.context_source):
+            log.info("%s: context window %d tokens (%s)", self.url, tokens, source)
+        self.info = dataclasses.replace(self.info, context_window=tokens, context_source=source)
 
     async def aclose(self) -> None:
         client, self._client = self._client, None
@@ -173,8 +212,14 @@ class RemoteEngine:
                            f"{self._scrub(text)[:200]}: check the server's log"), False
 
     def _status_error(self, status: int, body: str, what: str) -> EngineError:
-        said = self._scrub(_server_message(body))
+        message, error = _server_error(body)
+        limits = rejection_limits(message, error) if status == 400 else None
+        said = self._scrub(message)
         said = f" (server said: {said})" if said else ""
+        if limits is not None:
+            window, prompt = limits
+            return ContextOverflow(f"{self.url} refused the request as too long for its context window{said}: "
+                                   f"{raise_window_hint(prompt or 0)}", prompt_tokens=prompt, window=window)
         if status in (401, 403):
             hint = ("no API key is set: pass --api-key or set CLOVER_API_KEY / OPENAI_API_KEY"
                     if not self._api_key else "check the key in --api-key, CLOVER_API_KEY or OPENAI_API_KEY")
@@ -233,7 +278,8 @@ class RemoteEngine:
     # --- model metadata ------------------------------------------------------------------
 
     async def connect(self) -> EngineInfo:
-        """Ask GET /models for the model name (if not given) and its context window."""
+        """Ask GET /models for the model name (if not given) and its context window; when the
+        listing does not say the window, the server's own metadata routes."""
         if self._resolved:
             return self.info
         try:
@@ -243,6 +289,7 @@ class RemoteEngine:
             if self._model is None:
                 raise
             self._resolved = True  # a named model works without the listing
+            await self._probe_window()
             return self.info
         try:
             models = jsonsafe.loads(text).get("data") or []
@@ -253,16 +300,84 @@ class RemoteEngine:
             raise EngineError(f"{self.url} serves no models: pass --model NAME")
         first = {} if self._model or not models else models[0]
         entry = next((m for m in models if isinstance(m, dict) and m.get("id") == self._model), first)
-        self.info = EngineInfo("remote", self._model or str(entry.get("id")),
-                               self._context or _context_window(entry), entry.get("block_size"),
-                               entry.get("threshold"))
+        self.info = dataclasses.replace(self.info, model=self._model or str(entry.get("id")),
+                                        block_size=entry.get("block_size"), threshold=entry.get("threshold"))
         self._resolved = True
+        listed = field_window(entry)
+        if listed is not None and not self._context:  # a window given to the constructor wins
+            self._learn_window(listed[0], f"GET /v1/models {listed[1]}")
+        await self._probe_window()
         return self.info
+
+    async def _probe_window(self) -> None:
+        found = None if self.window_known else await self._window_from_routes()
+        if found is not None:
+            self._learn_window(*found)
+
+    async def _window_from_routes(self) -> tuple[int, str] | None:
+        """llama.cpp (/props), SGLang (/get_model_info), Ollama (/api/show), in that order;
+        a route a server lacks costs one quick 404."""
+        if (tokens := props_window(await self._metadata("GET", "/props"))) is not None:
+            return tokens, "GET /props n_ctx"
+        if (found := field_window(await self._metadata("GET", "/get_model_info"))) is not None:
+            return found[0], f"GET /get_model_info {found[1]}"
+        if self.info.model:
+            return ollama_window(await self._metadata("POST", "/api/show", {"model": self.info.model}))
+        return None
+
+    async def _metadata(self, method: str, route: str, body: dict | None = None) -> Any:
+        """A server route's JSON, or None on any failure (routes are optional)."""
+        try:
+            response = await self._http().request(method, _server_root(self.base) + route, json=body,
+                                                  headers=self._headers(), timeout=self.connect_timeout)
+            return jsonsafe.loads(response.text) if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
 
     # --- streaming -------------------------------------------------------------------
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Block]:
         await self.connect()
+        sized = self._sized(request)
+        try:
+            async for block in self._stream_sized(sized):
+                yield block
+        except ContextOverflow as exc:  # refused before any block: learn the numbers, ask once more
+            async for block in self._stream_sized(self._resized(sized, exc)):
+                yield block
+
+    def _sized(self, request: ChatRequest) -> ChatRequest:
+        """The request with max_tokens capped to the room its prompt leaves in the window."""
+        if not self.window_known:
+            return request
+        prompt = self.count_tokens(request)
+        room = self.info.context_window - prompt
+        if room >= request.max_tokens:
+            return request
+        if room >= MIN_REPLY_ROOM:
+            return dataclasses.replace(request, max_tokens=room)
+        if self._token_ratio is not None:  # an estimate tied to the server's own count: believe it
+            raise no_room(f"the prompt for {self.url}", prompt, self.info.context_window,
+                          self.info.context_source)
+        return request  # a bare estimate: the server counts, and a refusal tells us its numbers
+
+    def _resized(self, request: ChatRequest, refusal: ContextOverflow) -> ChatRequest:
+        """The request again after a context refusal, with a reply that fits what the server said."""
+        if refusal.window is not None and refusal.window != self.info.context_window:
+            self._learn_window(refusal.window, REJECTED_SOURCE)
+        if refusal.prompt_tokens is not None:
+            self._calibrate(request, refusal.prompt_tokens)
+        if refusal.window is None and not self.window_known:
+            raise refusal  # it said too long, but not how long it may be
+        prompt = refusal.prompt_tokens or self.count_tokens(request)
+        room = self.info.context_window - prompt
+        if room < MIN_REPLY_ROOM:
+            counted = "as the server counted it" if refusal.prompt_tokens else "estimated"
+            raise no_room(f"the prompt for {self.url} ({counted})", prompt, self.info.context_window,
+                          self.info.context_source) from None
+        return dataclasses.replace(request, max_tokens=min(request.max_tokens, room))
+
+    async def _stream_sized(self, request: ChatRequest) -> AsyncIterator[Block]:
         whole = not self.streaming or bool(request.tools and self._tools_unstreamable)
         fold = ChunkFold(time.perf_counter())
         try:
@@ -279,6 +394,8 @@ class RemoteEngine:
             async for block in self._attempt(request, fold, stream=False):
                 yield block
         self.last_prompt_tokens = fold.prompt_tokens
+        if fold.prompt_tokens:
+            self._calibrate(request, fold.prompt_tokens)
 
     async def _attempt(self, request: ChatRequest, fold: ChunkFold, *, stream: bool) -> AsyncIterator[Block]:
         body = request_json(request, self.info.model, stream=stream)
@@ -319,9 +436,20 @@ class _Dropped(EngineError):
     """The server closed the connection before any response."""
 
 
-def _context_window(entry: dict[str, Any]) -> int:
-    for source in (entry, entry.get("meta") or {}):
-        for name in CONTEXT_FIELDS:
-            if isinstance(source.get(name), int) and source[name] > 0:
-                return source[name]
-    return CLOVER_CONTEXT_WINDOW
+
+async def _probe(endpoint: str, api_key: str | None, model: str | None) -> tuple[int | None, str]:
+    engine = RemoteEngine(endpoint, api_key=api_key, model=model, retries=0, connect_timeout=5.0)
+    try:
+        info = await engine.connect()
+    finally:
+        await engine.aclose()
+    if engine.window_known:
+        return info.context_window, info.context_source
+    return None, "not in /v1/models, /props, /get_model_info or /api/show; learned from the first refusal"
+
+
+def probe_context_window(endpoint: str, api_key: str | None = None, model: str | None = None
+                         ) -> tuple[int | None, str]:
+    """(tokens, where that came from) for an endpoint's context window, or (None, why not);
+    raises EngineError when the server cannot be reached. For `clover-code doctor`."""
+    return asyncio.run(_probe(endpoint, api_key, model))

@@ -382,7 +382,8 @@ def _fail(output: Output, code: int, reason: str, message: str, extra: dict[str,
     return output.finish(code, reason, extra)
 
 
-NO_RUN = {"session_id": None, "engine": None, "model": None}  # result fields before a run has them
+# Result fields before a run has them.
+NO_RUN = {"session_id": None, "engine": None, "model": None, "context_window": None, "context_window_source": None}
 
 
 def early_exit(fmt: str, code: int, reason: str, message: str) -> int:
@@ -407,7 +408,14 @@ def run(args: Any) -> int:
         code, reason = asyncio.run(drive(agent, task, output))
     except KeyboardInterrupt:  # before drive took the signals, or a second one: stop now
         code, reason = EXIT_INTERRUPTED, "cancelled"
+    extra.update(engine_facts(agent.engine.info))  # a server's window may be learned during the run
     return output.finish(code, reason, extra)
+
+
+def engine_facts(info: Any) -> dict[str, Any]:
+    """The model and the context window the run worked against, and where the window came from."""
+    return {"model": info.model, "context_window": info.context_window,
+            "context_window_source": info.context_source}
 
 
 def _prepare(args: Any, output: Output, extra: dict[str, Any]) -> tuple[Any, str] | int:
@@ -434,7 +442,7 @@ def _prepare(args: Any, output: Output, extra: dict[str, Any]) -> tuple[Any, str
     except EngineError as exc:
         return _fail(output, EXIT_ENGINE, "engine_error", str(exc), extra)
     extra["session_id"] = agent.session.id if agent.session is not None else None
-    extra["model"] = agent.engine.info.model
+    extra.update(engine_facts(agent.engine.info))
     return agent, task
 
 

@@ -112,7 +112,8 @@ class CloverApp(App):
             agent.set_on_step(self._on_step)
         info = getattr(getattr(agent, "engine", None), "info", None)
         if info is not None:
-            self.status.show(engine=info.name, model=info.model, context_window=info.context_window)
+            self.status.show(engine=info.name, model=info.model, context_window=info.context_window,
+                             context_source=info.context_source)
         self.status.show(state="ready")
         session = getattr(agent, "session", None)
         if session is not None and self.resume:
@@ -264,6 +265,9 @@ class CloverApp(App):
                                        session_seconds=self.stats.seconds)
         if last is not None:
             changes.update(block_tokens=last.tokens, block_steps=last.steps, block_ms=last.ms)
+        info = getattr(getattr(self.agent, "engine", None), "info", None)
+        if info is not None:  # a server's window is learned with its first request
+            changes.update(model=info.model, context_window=info.context_window, context_source=info.context_source)
         self.status.show(**changes)
 
     def replay(self, events: list[Any]) -> None:

@@ -108,7 +108,8 @@ def _model(app: Any, arg: str) -> None:
             app.view.add_note("The model is still loading.", "info")
         else:
             app.view.add_note(f"engine {info.name} · model {info.model} · context {info.context_window} "
-                              f"tokens · block {info.block_size} · threshold {info.threshold}", "info")
+                              f"tokens ({info.context_source}) · block {info.block_size} · "
+                              f"threshold {info.threshold}", "info")
         return
     if app.busy:
         app.notify("The agent is working: press Esc first.", severity="warning")

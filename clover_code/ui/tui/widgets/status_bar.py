@@ -10,6 +10,7 @@ from textual.containers import Horizontal
 from textual.widget import Widget
 from textual.widgets import ProgressBar
 
+from clover_code.engine.window import ASSUMED
 from clover_code.ui.terminal_text import visible
 
 WARN_AT, DANGER_AT = 0.75, 0.9  # fractions of the context window
@@ -22,6 +23,7 @@ class StatusInfo:
     approval: str = "ask"
     context_used: int = 0
     context_window: int = 131_072
+    context_source: str = "engine"  # EngineInfo.context_source: ASSUMED until a server says
     block_tokens: int | None = None
     block_steps: int | None = None
     block_ms: float | None = None
@@ -46,7 +48,8 @@ def render_status(info: StatusInfo) -> Text:
     colour = "red" if frac >= DANGER_AT else "yellow" if frac >= WARN_AT else "green"
     filled = min(8, round(frac * 8))
     text.append("▮" * filled + "▯" * (8 - filled), style=colour)
-    text.append(f" {_k(info.context_used)}/{_k(info.context_window)}", style=colour)
+    guessed = "?" if info.context_source == ASSUMED else ""  # the server has not said its window yet
+    text.append(f" {_k(info.context_used)}/{_k(info.context_window)}{guessed}", style=colour)
     if info.state not in ("ready", "starting"):
         style = {"working": "cyan", "error": "bold red"}.get(info.state, "yellow")
         text.append(" │ ")
