@@ -26,8 +26,9 @@ ones), with these defaults when absent:
 | `logits_shift`      | 0: logits at position i predict token i (LLaDA/SDAR style); 1: they predict token i+1 (Dream/Fast-dLLM style; the first position of a block is predicted by the last committed token) | 0 |
 | `prefix_attention`  | `"causal"`: committed tokens are encoded causally; `"block"`: tokens of one committed block see each other both ways (LLaDA2/SDAR training) | `"causal"` |
 
-With `prefix_attention="block"` the prompt is encoded in block-size chunks (on absolute
-multiples with absolute alignment, else from the start of what is being committed).
+With `prefix_attention="block"` the prompt is encoded in block-size chunks from its start
+and each decoded block is a segment of its own (segments.py); `block_size` is the size the
+engine decodes with (a `--block-size` override included), so chunks and blocks agree.
 """
 
 from __future__ import annotations
@@ -37,12 +38,12 @@ from dataclasses import dataclass
 import torch
 
 from clover_code.engine import DEFAULT_BLOCK_SIZE, EngineError
+from clover_code.engine.segments import Segment, commit_segments, grid_cut, segment_mask
 
 ATTENTION_TYPES = ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe")
 HYBRID_TYPES = ("qwen3_5", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_text", "qwen3_next")
 SUPPORTED_TYPES = ATTENTION_TYPES + HYBRID_TYPES
 
-Segment = tuple[int, bool]  # (length, bidirectional inside the segment)
 PREFILL_CHUNK = 1024  # tokens per prefill pass: bounds the additive mask to [chunk, past + chunk]
 
 
@@ -91,20 +92,6 @@ def read_props(config, tokenizer=None) -> CheckpointProps:
     return props
 
 
-def segment_mask(segments: list[Segment], past: int, dtype: torch.dtype, device) -> torch.Tensor:
-    """Additive mask `[1, 1, T, past + T]`: every query sees the whole cached past, earlier
-    segments, and its own segment causally or (bidirectional segments) both ways."""
-    lengths = torch.tensor([n for n, _ in segments], device=device)
-    seg = torch.repeat_interleave(torch.arange(len(segments), device=device), lengths)  # [T]
-    both_ways = torch.tensor([b for _, b in segments], device=device)[seg]  # [T]
-    q = torch.arange(seg.shape[0], device=device)
-    same = seg[:, None] == seg[None, :]  # [T, T]
-    visible = (seg[None, :] < seg[:, None]) | (same & (both_ways[:, None] | (q[None, :] <= q[:, None])))
-    visible = torch.cat([torch.ones(seg.shape[0], past, dtype=torch.bool, device=device), visible], dim=1)
-    mask = torch.zeros(visible.shape, dtype=dtype, device=device).masked_fill(~visible, torch.finfo(dtype).min)
-    return mask[None, None]  # [1, 1, T, past + T]
-
-
 class ModelDenoiser:
     """A transformers model with its prefix state; see the module docstring."""
 
@@ -133,8 +120,8 @@ class ModelDenoiser:
         limit = len(prompt) - 1
         while keep < min(len(self.tokens), limit) and self.tokens[keep] == prompt[keep]:
             keep += 1
-        if self.props.prefix_attention == "block":
-            keep = max(b for b in self.boundaries if b <= keep)
+        if self.props.prefix_attention == "block":  # warm must equal cold: cut on the prompt's own grid
+            keep = grid_cut(self.boundaries, keep, self.props.block_size)
         if keep < len(self.tokens):
             if self.kind == "hybrid" or keep == 0:
                 self.reset()  # a recurrent state cannot be cut back
@@ -216,15 +203,9 @@ class ModelDenoiser:
         return pieces
 
     def _commit_segments(self, count: int) -> list[Segment]:
-        if self.props.prefix_attention == "causal":
-            return [(count, False)]
-        size, start, segments = self.props.block_size, len(self.tokens), []
-        while count > 0:
-            offset = start % size if self.props.block_alignment == "absolute" else 0
-            n = min(count, size - offset)
-            segments.append((n, True))
-            start, count = start + n, count - n
-        return segments
+        return commit_segments(len(self.tokens), count, self.props.block_size,
+                               block_prefix=self.props.prefix_attention == "block",
+                               absolute=self.props.block_alignment == "absolute")
 
     def _append(self, tokens: torch.Tensor, segments: list[Segment], last_logits: torch.Tensor | None) -> None:
         if self.props.prefix_attention == "block":  # causal: every position is a boundary

@@ -7,6 +7,7 @@ every denoise step is handed to the asyncio loop with `call_soon_threadsafe`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import threading
 import time
@@ -122,9 +123,10 @@ class EmbeddedEngine:
         progress(0.3, f"loading weights ({self.device}, {str(torch_dtype).removeprefix('torch.')})")
         weights = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch_dtype)
         weights = weights.to(self.device).eval()
-        self.denoiser = ModelDenoiser(weights, props, kind)
-        self.kind = kind
         self.block_size = block_size or props.block_size
+        # one block size for decoding and for chunking a block-causal prefix
+        self.denoiser = ModelDenoiser(weights, dataclasses.replace(props, block_size=self.block_size), kind)
+        self.kind = kind
         text_config = config.get_text_config()
         window = getattr(text_config, "max_position_embeddings", None) or CLOVER_CONTEXT_WINDOW
         self.info = EngineInfo("embedded", str(path), window, self.block_size, self.threshold)
