@@ -75,13 +75,14 @@ def test_greedy_output_is_identical_with_and_without_cache(loaded):
     assert sum(len(t) for t in runs[0]) == 4 * BLOCK
 
 
-def test_fused_commit_costs_no_extra_pass_only_for_attention(loaded):
+def test_fused_commit_costs_no_extra_pass_for_either_kind(loaded):
     model, props, kind = loaded
-    den = ModelDenoiser(model, props, kind)
     block = torch.full((BLOCK,), props.mask_token_id)
-    _, first = den.denoise(block, torch.arange(5, 20))
-    _, later = den.denoise(block)
-    assert (first, later) == ((1, 1) if kind == "attention" else (2, 1))
+    for fuse, passes in ((True, (1, 1)), (False, (2, 1))):
+        den = ModelDenoiser(model, props, kind, fuse=fuse)
+        _, first = den.denoise(block, torch.arange(5, 20))
+        _, later = den.denoise(block)
+        assert (first, later) == passes
 
 
 def test_prefix_reuse_keeps_the_common_prefix(loaded):

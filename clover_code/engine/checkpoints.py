@@ -1,0 +1,94 @@
+"""Recurrent-state checkpoints of one hybrid conversation, under a memory budget.
+
+A hybrid's linear layers cannot be cut back, so a prompt that leaves the cached tokens
+(an edited or compacted history, a `/undo` rewind, a retried turn, a reply the chat template
+renders differently) would re-encode from zero. A checkpoint is the linear layers' state at
+one prefix position; with the attention keys/values (which can be cropped anywhere) it
+rebuilds the whole prefix state there. Two kinds:
+
+- `turn`: where a request's prompt ends (less the token every request re-encodes), so a
+  retried or rewound turn resumes there;
+- `block`: other pass boundaries (committed blocks, prefill chunks); at most `max_blocks`,
+  thinned by dropping the one closest to its neighbours, so they stay spread out.
+
+Over the byte budget, the earliest checkpoints go first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import torch
+
+from clover_code.engine.linear_state import LinearState
+
+DEFAULT_CHECKPOINT_MB = 1024
+DEFAULT_MAX_BLOCK_CHECKPOINTS = 16
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    kind: str  # "turn" | "block"
+    state: LinearState
+    nbytes: int
+
+
+class Checkpoints:
+    def __init__(self, budget_bytes: int = DEFAULT_CHECKPOINT_MB << 20,
+                 max_blocks: int = DEFAULT_MAX_BLOCK_CHECKPOINTS):
+        self.budget, self.max_blocks = budget_bytes, max_blocks
+        self.points: dict[int, Checkpoint] = {}  # prefix position -> checkpoint
+
+    def add(self, position: int, state: LinearState, kind: str) -> None:
+        if position <= 0:
+            return  # position 0 is a fresh state: nothing to keep
+        size = sum(t.nbytes for t in state.tensors())
+        old = self.points.get(position)
+        self.points[position] = Checkpoint("turn" if old and old.kind == "turn" else kind, state, size)
+        self._thin_blocks()
+        while self.points and self.nbytes > self.budget:
+            del self.points[min(self.points)]
+
+    def best(self, limit: int) -> int:
+        """The latest checkpointed position at or before `limit` (0: none, start over)."""
+        return max((p for p in self.points if p <= limit), default=0)
+
+    def at(self, position: int) -> LinearState:
+        return self.points[position].state
+
+    def drop_after(self, position: int) -> None:
+        for p in [p for p in self.points if p > position]:
+            del self.points[p]
+
+    def copy_until(self, position: int) -> Checkpoints:
+        """The checkpoints up to `position`, sharing their (never written) tensors."""
+        other = Checkpoints(self.budget, self.max_blocks)
+        other.points = {p: c for p, c in self.points.items() if p <= position}
+        return other
+
+    @property
+    def nbytes(self) -> int:
+        return sum(c.nbytes for c in self.points.values())
+
+    def tensors(self) -> Iterator[torch.Tensor]:
+        for c in self.points.values():
+            yield from c.state.tensors()
+
+    def report(self) -> dict:
+        kinds = [c.kind for c in self.points.values()]
+        return {"checkpoints": len(kinds), "turn_checkpoints": kinds.count("turn"),
+                "checkpoint_bytes": self.nbytes, "checkpoint_budget_bytes": self.budget}
+
+    def _thin_blocks(self) -> None:
+        while True:
+            blocks = sorted(p for p, c in self.points.items() if c.kind == "block")
+            if len(blocks) <= self.max_blocks:
+                return
+            if self.max_blocks <= 0:
+                del self.points[blocks[0]]
+                continue
+            # drop the one whose neighbours are closest together, never the newest
+            edges = [0, *blocks]
+            gap = {p: edges[i + 2] - edges[i] for i, p in enumerate(blocks[:-1])}
+            del self.points[min(gap, key=gap.__getitem__)]

@@ -1,0 +1,125 @@
+"""The recurrent state of a hybrid's linear (Gated DeltaNet) layers: capture, restore, and
+passes that fold only a prefix of their tokens into it.
+
+A linear layer folds every token it sees into a conv state (the last few projected inputs)
+and a recurrent state (`[B, H, Dk, Dv]`), in place; `crop` cannot take a token back out.
+`LinearSplit.folding(cache, keep, cuts)` makes the next forward pass run each linear layer
+in pieces: tokens `[0, keep)` advance the state (it is captured, cloned, at every cut on
+the way), tokens `[keep, T)` run from the state at `keep` and are then forgotten. The rule
+is causal, so each piece is exactly the layer's own computation on those tokens; the
+attention layers and the MLPs still see the whole pass at once. That is how a hybrid
+commits block k and denoises block k+1 in ONE forward pass.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator
+
+import torch
+
+
+@dataclass(frozen=True)
+class LinearState:
+    """Every linear layer's conv and recurrent states at one prefix position (clones)."""
+
+    layers: dict[int, tuple[dict, dict]]  # layer index -> (conv states, recurrent states) by state index
+
+    def tensors(self) -> Iterator[torch.Tensor]:
+        for conv, recurrent in self.layers.values():
+            yield from (t for t in (*conv.values(), *recurrent.values()) if t is not None)
+
+
+def linear_layer_ids(cache) -> list[int]:
+    return [i for i, layer in enumerate(cache.layers) if hasattr(layer, "recurrent_states")]
+
+
+def capture(cache, ids: list[int] | None = None) -> LinearState:
+    """Clones of the linear layers' states, as they are now."""
+    ids = linear_layer_ids(cache) if ids is None else ids
+    return LinearState({i: (_clones(cache.layers[i].conv_states), _clones(cache.layers[i].recurrent_states))
+                        for i in ids})
+
+
+def restore(cache, state: LinearState, position: int) -> None:
+    """Put `state` (cloned again: it stays as it was) back into the cache's linear layers."""
+    for i, (conv, recurrent) in state.layers.items():
+        layer = cache.layers[i]
+        layer.conv_states.update(_clones(conv))
+        layer.recurrent_states.update(_clones(recurrent))
+        for k, c in conv.items():
+            layer.is_conv_states_initialized[k] = c is not None
+            layer.is_recurrent_states_initialized[k] = recurrent[k] is not None
+            layer.has_previous_state[k] = c is not None
+            if c is not None:  # what lazy initialisation sets, for a cache that never ran a pass
+                layer.conv_kernel_size[k], layer.device, layer.dtype = c.shape[-1], c.device, c.dtype
+        device = layer.device or layer.cumulative_length_linear.device
+        layer.cumulative_length_linear = torch.tensor(position, device=device)
+
+
+class LinearSplit:
+    """Runs a model's linear-attention modules in pieces for one forward pass at a time."""
+
+    def __init__(self, model):
+        self.modules = [m.linear_attn for m in model.modules() if hasattr(m, "linear_attn")]
+
+    @contextmanager
+    def folding(self, cache, keep: int, cuts: tuple[int, ...] = ()) -> Iterator[dict[int, LinearState]]:
+        """Within the block, the next pass folds only its first `keep` tokens into the linear
+        states; the dict it yields fills with the states captured after each of `cuts`
+        (positions `0..keep` within the pass) once the pass has run."""
+        found: dict[int, dict[int, tuple[dict, dict]]] = {c: {} for c in cuts}
+        saved = [m.__dict__.get("forward") for m in self.modules]
+        for module in self.modules:
+            module.forward = _split_forward(module.forward, module.layer_idx, cache, keep, cuts, found)
+        captured: dict[int, LinearState] = {}
+        try:
+            yield captured
+        finally:
+            for module, before in zip(self.modules, saved):
+                if before is None:
+                    del module.forward
+                else:
+                    module.forward = before
+        captured.update({c: LinearState(layers) for c, layers in found.items()})
+
+
+def _split_forward(original, layer_idx: int, cache, keep: int, cuts: tuple[int, ...], found: dict):
+    def forward(hidden_states: torch.Tensor, **kwargs) -> torch.Tensor:  # [B, T, H] -> [B, T, H]
+        layer = cache.layers[layer_idx]
+        outs, start = [], 0
+        for edge in sorted({c for c in cuts if c <= keep} | {keep}):
+            if edge > start:
+                outs.append(original(hidden_states=hidden_states[:, start:edge], **kwargs))
+                start = edge
+            if edge in found:
+                found[edge][layer_idx] = (_clones(layer.conv_states), _clones(layer.recurrent_states))
+        if keep < hidden_states.shape[1]:
+            with _scratch(layer):  # the tail writes into throwaway copies
+                outs.append(original(hidden_states=hidden_states[:, keep:], **kwargs))
+        return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
+
+    return forward
+
+
+@contextmanager
+def _scratch(layer):
+    """Let a pass write the layer's states in place, then put the originals back."""
+    kept = (dict(layer.conv_states), dict(layer.recurrent_states), dict(layer.is_conv_states_initialized),
+            dict(layer.is_recurrent_states_initialized), dict(layer.has_previous_state),
+            layer.cumulative_length_linear)
+    layer.conv_states.update(_clones(layer.conv_states))
+    layer.recurrent_states.update(_clones(layer.recurrent_states))
+    layer.cumulative_length_linear = layer.cumulative_length_linear.clone()
+    try:
+        yield
+    finally:
+        for target, before in zip((layer.conv_states, layer.recurrent_states, layer.is_conv_states_initialized,
+                                   layer.is_recurrent_states_initialized, layer.has_previous_state), kept):
+            target.update(before)
+        layer.cumulative_length_linear = kept[-1]
+
+
+def _clones(states: dict) -> dict:
+    return {k: None if t is None else t.clone() for k, t in states.items()}
