@@ -11,9 +11,7 @@ import sys
 from typing import Sequence
 
 from clover_code import __version__
-
-# Exit codes (documented in the README).
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_LIMIT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+from clover_code.ui.exit_codes import EXIT_INTERRUPTED, EXIT_USAGE
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 
 
@@ -122,26 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        if argv[:1] == ["generate"]:
-            from clover_code.ui.generate import run as run_generate
-
-            return run_generate(generate_parser().parse_args(argv[1:]))
-        if argv[:1] == ["doctor"]:
-            from clover_code.ui.doctor import run as run_doctor
-
-            return run_doctor(doctor_parser().parse_args(argv[1:]))
-        if argv[:1] == ["serve"]:
-            from clover_code.engine.server import main as run_serve
-
-            return run_serve(serve_parser().parse_args(argv[1:]))
-        args = main_parser().parse_args(argv)
-        if args.task is not None:
-            from clover_code.ui.headless import run as run_headless
-
-            return run_headless(args)
-        from clover_code.ui.tui.app import run as run_tui
-
-        return run_tui(args)
+        return _dispatch(argv)
     except UsageExit as exc:
         print(exc.usage, end="", file=sys.stderr)
         return _early_exit(fmt, EXIT_USAGE, "bad_input", str(exc))
@@ -150,6 +129,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _early_exit(fmt, EXIT_INTERRUPTED, "cancelled", "interrupted while starting")
         print("\ninterrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _dispatch(argv: list[str]) -> int:
+    from clover_code.wiring import modes
+
+    if argv[:1] == ["generate"]:
+        return modes.run_generate(generate_parser().parse_args(argv[1:]))
+    if argv[:1] == ["doctor"]:
+        return modes.run_doctor(doctor_parser().parse_args(argv[1:]))
+    if argv[:1] == ["serve"]:
+        return modes.run_serve(serve_parser().parse_args(argv[1:]))
+    args = main_parser().parse_args(argv)
+    return modes.run_headless(args) if args.task is not None else modes.run_tui(args)
 
 
 def _early_exit(fmt: str, code: int, reason: str, message: str) -> int:

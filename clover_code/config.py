@@ -1,5 +1,5 @@
 """Settings, layered: defaults < ~/.config/clover-code/config.toml < .clover/config.toml
-< environment < command-line flags.
+< environment < command-line flags. The one home of the environment variables' names.
 
 A repository's `.clover/config.toml` is written by whoever wrote the repository (a pull
 request, say), not by the user: it may set only the keys in PROJECT_KEYS.
@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from clover_code.tools.policy import DEFAULT_DENY_READ, DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_MB
+from clover_code.settings import APPROVAL_MODES, ConfigError, Settings
 
-APPROVAL_MODES = ("read-only", "ask", "auto-edit", "full-auto")
+__all__ = ["ENV_VARS", "PROJECT_KEYS", "ConfigError", "Settings", "env_setting", "load_settings", "project_config_path",
+           "user_config_path"]
 
 # Environment variables, by setting name. OPENAI_* are honoured for remote engines.
 ENV_VARS = {
@@ -31,41 +31,6 @@ ENV_VARS = {
 # block_size, timeouts), are the user's choice; so are approval, allow rules and every
 # sandbox setting. Anything else in a project file is ignored, with a notice.
 PROJECT_KEYS = frozenset({"max_turns", "max_tokens", "temperature", "shell_timeout"})
-
-
-class ConfigError(Exception):
-    """Bad settings from a file, the environment or flags; the message says which."""
-
-
-@dataclass
-class Settings:
-    engine: str | None = None  # "embedded" | "remote" | "scripted:FILE"; None: resolve
-    model: str | None = None  # checkpoint folder (embedded) or model name (remote)
-    endpoint: str | None = None  # OpenAI-compatible base URL
-    api_key: str | None = field(default=None, repr=False)
-    approval: str = "ask"
-    max_turns: int = 50
-    max_tokens: int = 4096
-    temperature: float = 0.0
-    threshold: float | None = None
-    block_size: int | None = None
-    sandbox: bool = True
-    shell_timeout: float = 120.0
-    connect_timeout: float = 10.0
-    idle_timeout: float = 120.0
-    allow: list[str] = field(default_factory=list)  # e.g. "shell:pytest*", "edit:src/**"
-    # The sandbox's policy (clover_code.tools.policy.SandboxPolicy); the user's config only.
-    keep_env: list[str] = field(default_factory=list)  # secret-looking variables passed on anyway
-    deny_read: list[str] = field(default_factory=lambda: list(DEFAULT_DENY_READ))
-    max_processes: int = DEFAULT_MAX_PROCESSES
-    memory_mb: int = DEFAULT_MEMORY_MB
-    notices: list[str] = field(default_factory=list)  # settings ignored, for the UI to show once
-
-    def engine_name(self) -> str:
-        """Which engine runs: flags/config/env win; with none, the embedded default."""
-        if self.engine:
-            return self.engine
-        return "remote" if self.endpoint else "embedded"
 
 
 # -- checking values ---------------------------------------------------------------------
@@ -169,14 +134,13 @@ def _shown_key(key: str) -> str:
     return key if re.fullmatch(r"[A-Za-z0-9_]+", key) else ascii(key)
 
 
+def env_setting(name: str) -> str | None:
+    """The value the environment gives setting `name` (its first variable that is set)."""
+    return next((os.environ[var] for var in ENV_VARS.get(name, ()) if os.environ.get(var)), None)
+
+
 def _env_values() -> dict[str, Any]:
-    values = {}
-    for name, variables in ENV_VARS.items():
-        for var in variables:
-            if os.environ.get(var):
-                values[name] = os.environ[var]
-                break
-    return values
+    return {name: value for name in ENV_VARS if (value := env_setting(name)) is not None}
 
 
 def _apply_over_files(settings: Settings, values: dict[str, Any], source: str) -> None:

@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 from clover_code.agent import events as ev  # noqa: E402
 from clover_code.agent.permissions import approver_for_mode  # noqa: E402
-from clover_code.agent.setup import build_agent  # noqa: E402
-from clover_code.config import Settings  # noqa: E402
+from clover_code.wiring.assemble import build_agent  # noqa: E402
+from clover_code.settings import Settings  # noqa: E402
 from clover_code.engine.scripted import ScriptedEngine  # noqa: E402
 from bench_machine import machine_info
 

@@ -37,7 +37,7 @@ from textual.app import App, ComposeResult
 from textual.widgets import Log
 
 from clover_code.agent.events import BlockCommitted, TurnFinished, UserMessage
-from clover_code.config import Settings
+from clover_code.settings import Settings
 from clover_code.engine import Block
 from clover_code.ui.tui.app import make_app
 from bench_machine import machine_info

@@ -26,7 +26,7 @@ import shlex
 from typing import Any, Literal, Protocol
 
 from clover_code.agent.events import ApprovalNeeded
-from clover_code.config import APPROVAL_MODES
+from clover_code.settings import APPROVAL_MODES
 from clover_code.tools import ToolError
 from clover_code.tools.patch import patch_paths
 

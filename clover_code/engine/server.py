@@ -17,7 +17,6 @@ import ipaddress
 import logging
 import math
 import os
-import sys
 import time
 from collections import deque
 from pathlib import Path
@@ -336,40 +335,3 @@ def is_loopback(host: str) -> bool:
 def served_name(model: str) -> str:
     """The id /v1/models shows: a checkpoint folder's name, not its full path."""
     return Path(model).name if os.sep in model else model
-
-
-def main(args) -> int:
-    """`clover-code serve`; exit codes as in clover_code.cli."""
-    api_key = args.api_key or os.environ.get("CLOVER_API_KEY")
-    if not is_loopback(args.host) and not api_key:
-        print(f"clover-code serve: refusing to listen on {args.host} without an API key: anyone who can "
-              "reach the port could use the model. Pass --api-key KEY or set CLOVER_API_KEY (clients then "
-              "send 'Authorization: Bearer KEY'), or keep the default --host 127.0.0.1.", file=sys.stderr)
-        return 2
-    if args.max_queue < 0 or not 0 <= args.port <= 65535:
-        print("clover-code serve: --max-queue must be >= 0 and --port 0..65535", file=sys.stderr)
-        return 2
-    model = args.model or os.environ.get("CLOVER_MODEL")
-    if not model:
-        print("clover-code serve: pass --model DIR (a local checkpoint folder) or set CLOVER_MODEL",
-              file=sys.stderr)
-        return 2
-    import uvicorn
-
-    from clover_code.engine.embedded import EmbeddedEngine
-
-    try:
-        engine = EmbeddedEngine(model, threshold=args.threshold, block_size=args.block_size)
-    except EngineError as exc:
-        print(f"clover-code serve: {exc}", file=sys.stderr)
-        return 3
-    name = served_name(engine.info.model)
-    app = create_app(engine, api_key=api_key, max_queue=args.max_queue, model_name=name)
-    print(f"serving {name} at http://{args.host}:{args.port}/v1 (context {engine.info.context_window} "
-          f"tokens{', API key required' if api_key else ''}); Ctrl-C stops", file=sys.stderr, flush=True)
-    try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
-    except SystemExit as exc:  # uvicorn exits when it cannot bind
-        print(f"clover-code serve: could not serve on {args.host}:{args.port}", file=sys.stderr)
-        return int(exc.code or 1)
-    return 0

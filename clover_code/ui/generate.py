@@ -12,49 +12,37 @@ import asyncio
 import os
 import sys
 import time
-from pathlib import Path
 from typing import TextIO
 
-from clover_code.cli import EXIT_ENGINE, EXIT_OK, EXIT_USAGE
-from clover_code.config import ConfigError, Settings, load_settings
 from clover_code.engine import Block, ChatRequest, DenoiseStep, Engine, EngineError
+from clover_code.settings import Settings
+from clover_code.ui.exit_codes import EXIT_ENGINE, EXIT_OK
+from clover_code.ui.launch import EngineBuilder
 
 TINTS = ("\x1b[0m", "\x1b[36m")  # plain, cyan: alternate blocks
 
 
-def run(args: argparse.Namespace) -> int:
-    flags = {k: getattr(args, k, None) for k in ("model", "endpoint", "engine", "threshold", "block_size",
-                                                   "max_tokens", "temperature")}
-    try:
-        settings = load_settings(Path.cwd(), flags)
-    except ConfigError as e:
-        print(f"clover-code generate: {e}", file=sys.stderr)
-        return EXIT_USAGE
+def run(args: argparse.Namespace, settings: Settings, build_engine: EngineBuilder) -> int:
+    """One reply to `args.prompt` from the engine `settings` name (built by the wiring)."""
     for notice in settings.notices:
         print(f"note: {notice}", file=sys.stderr)
     try:
-        engine = build(settings)
+        engine = _load(settings, build_engine)
         return asyncio.run(generate(engine, args.prompt, settings, show_steps=args.show_steps))
     except EngineError as e:
         print(f"clover-code generate: {e}", file=sys.stderr)
         return EXIT_ENGINE
 
 
-def build(settings: Settings) -> Engine:
-    """The embedded engine with a loading progress line; any other engine as the agent builds it."""
-    from clover_code.agent.setup import MODEL_HELP, build_engine
-
+def _load(settings: Settings, build_engine: EngineBuilder) -> Engine:
+    """The engine, with a progress line while an embedded checkpoint loads."""
     if settings.engine_name() != "embedded":
         return build_engine(settings)
-    if not settings.model:
-        raise EngineError(MODEL_HELP)
-    from clover_code.engine.embedded import EmbeddedEngine
 
     def progress(fraction: float, message: str) -> None:
         print(f"\rloading {settings.model}: {fraction:4.0%} {message:<40}", end="", file=sys.stderr, flush=True)
 
-    engine = EmbeddedEngine(settings.model, threshold=settings.threshold, block_size=settings.block_size,
-                            on_progress=progress)
+    engine = build_engine(settings, on_progress=progress)
     print(file=sys.stderr)
     return engine
 

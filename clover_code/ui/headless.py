@@ -3,7 +3,7 @@
 Progress (blocks as they commit, one line per tool call) goes to stderr, the answer to
 stdout. `--output-format json` prints one result object at the end, `stream-json` one
 event per line as it happens and the result object last. The exit code says how it
-ended (constants in clover_code.cli, table in the README).
+ended (clover_code.ui.exit_codes; the table is in the README).
 
 Everything written passes one gate per stream: stdout lines through `Output.emit`, stderr
 through `Progress.write`. There known secrets are redacted and terminal controls shown as
@@ -26,21 +26,13 @@ from typing import Any, TextIO
 from clover_code import jsonsafe
 from clover_code.agent import events as ev
 from clover_code.agent.redact import Redactor
-from clover_code.cli import EXIT_ENGINE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LIMIT, EXIT_OK, EXIT_USAGE
+from clover_code.ui.exit_codes import EXIT_CODES, EXIT_ENGINE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from clover_code.settings import Settings
+from clover_code.ui.launch import AgentBuilder
 from clover_code.ui.terminal_text import visible
 
-# TurnFinished.reason -> exit code. Reasons not listed here are failures (1).
-REASON_EXIT = {
-    "done": EXIT_OK,
-    "gave_up": EXIT_FAILED,
-    "error": EXIT_FAILED,
-    "engine_error": EXIT_ENGINE,
-    "max_turns": EXIT_LIMIT,
-    "cancelled": EXIT_INTERRUPTED,
-}
 
 
-ENGINES_HELP = "embedded, remote or scripted:FILE"
 
 
 class UsageError(Exception):
@@ -77,56 +69,6 @@ def _read_stdin(stdin: TextIO) -> str:
         return raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError as exc:
         raise UsageError(f"the task from stdin is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-
-
-def check_engine(name: str) -> None:
-    """An engine name that cannot work is a usage error, found before anything loads."""
-    if name in ("embedded", "remote"):
-        return
-    kind, _, path = name.partition(":")
-    if kind != "scripted":
-        raise UsageError(f"unknown engine {name!r}: choose {ENGINES_HELP}")
-    if not path:
-        raise UsageError("the scripted engine needs a file of replies: --engine scripted:FILE")
-    file = Path(path).expanduser()
-    if not file.is_file() or not os.access(file, os.R_OK):
-        why = "not a readable file" if file.exists() else "no such file"
-        raise UsageError(f"--engine {name}: {why}")
-
-
-def resolve_cwd(cwd: str | None) -> Path:
-    path = Path(cwd or ".").expanduser()
-    if not path.is_dir():
-        raise UsageError(f"--cwd {cwd}: " + ("not a directory" if path.exists() else "no such directory"))
-    return path.resolve()
-
-
-def check_numbers(args: Any) -> None:
-    """Ranges argparse cannot check; the engine would report them later, less clearly."""
-    checks = [
-        ("--max-turns", args.max_turns, lambda v: v >= 1, "at least 1"),
-        ("--max-tokens", args.max_tokens, lambda v: v >= 1, "at least 1"),
-        ("--block-size", args.block_size, lambda v: v >= 1, "at least 1"),
-        ("--threshold", args.threshold, lambda v: 0 < v <= 1, "in (0, 1]"),
-        ("--temperature", args.temperature, lambda v: v >= 0, "0 or more"),
-    ]
-    for flag, value, ok, rule in checks:
-        if value is not None and not ok(value):
-            raise UsageError(f"{flag} {value}: must be {rule}")
-
-
-def flag_settings(args: Any) -> dict[str, Any]:
-    """Command-line values for load_settings (None: not given, lower layers decide).
-
-    Headless defaults to full-auto (no one is there to answer) unless --approval or
-    CLOVER_APPROVAL says otherwise; the config files' mode is the TUI's."""
-    approval = args.approval or (None if os.environ.get("CLOVER_APPROVAL") else "full-auto")
-    return {
-        "engine": args.engine, "model": args.model, "endpoint": args.endpoint,
-        "approval": approval, "max_turns": args.max_turns, "max_tokens": args.max_tokens,
-        "temperature": args.temperature, "threshold": args.threshold,
-        "block_size": args.block_size, "sandbox": False if args.no_sandbox else None,
-    }
 
 
 # ---------------------------------------------------------------- tallies
@@ -333,7 +275,7 @@ def exit_for(tally: Tally, interrupted: bool) -> tuple[int, str]:
         return EXIT_FAILED, "error"
     if finished.reason == "error" and tally.engine_failed:
         return EXIT_ENGINE, "engine_error"
-    return REASON_EXIT.get(finished.reason, EXIT_FAILED), finished.reason
+    return EXIT_CODES.get(finished.reason, EXIT_FAILED), finished.reason
 
 
 async def drive(agent: Any, task: str, output: Output) -> tuple[int, str]:
@@ -392,12 +334,14 @@ def early_exit(fmt: str, code: int, reason: str, message: str) -> int:
     return _fail(Output(fmt, sys.stdout, sys.stderr, Redactor.for_session()), code, reason, message, dict(NO_RUN))
 
 
-def run(args: Any) -> int:
+def run(args: Any, settings: Settings, cwd: Path, build_agent: AgentBuilder) -> int:
+    """One task on `cwd`; `settings` come from the flags (clover_code.wiring), `build_agent`
+    assembles the agent."""
     catch_sigterm()
     output = Output(args.output_format, sys.stdout, sys.stderr, Redactor.for_session())
     extra: dict[str, Any] = dict(NO_RUN)
     try:
-        prepared = _prepare(args, output, extra)
+        prepared = _prepare(args, settings, cwd, build_agent, output, extra)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while starting or loading the model
         return _fail(output, EXIT_INTERRUPTED, "cancelled", "interrupted while starting", extra)
     if isinstance(prepared, int):
@@ -418,26 +362,22 @@ def engine_facts(info: Any) -> dict[str, Any]:
             "context_window_source": info.context_source}
 
 
-def _prepare(args: Any, output: Output, extra: dict[str, Any]) -> tuple[Any, str] | int:
+def _prepare(args: Any, settings: Settings, cwd: Path, build_agent: AgentBuilder, output: Output,
+             extra: dict[str, Any]) -> tuple[Any, str] | int:
     """The agent and its task, or the exit code of a run that cannot start."""
-    from clover_code.config import ConfigError, load_settings
     from clover_code.engine import EngineError
 
+    output.redactor.add(settings.api_key)
+    extra["engine"] = settings.engine_name()
     try:
-        check_numbers(args)
         task = read_task(args.task, sys.stdin)
-        cwd = resolve_cwd(args.cwd)
-        settings = load_settings(cwd, flag_settings(args))
-        output.redactor.add(settings.api_key)
-        extra["engine"] = settings.engine_name()
-        check_engine(settings.engine_name())
-    except (UsageError, ConfigError) as exc:
+    except UsageError as exc:
         return _fail(output, EXIT_USAGE, "bad_input", str(exc), extra)
     for notice in settings.notices:
         output.progress.line(f"note: {notice}")
     try:
-        agent = _build(settings, cwd, args.resume, output)
-    except (UsageError, ConfigError) as exc:
+        agent = _build(settings, cwd, args.resume, build_agent, output)
+    except UsageError as exc:
         return _fail(output, EXIT_USAGE, "bad_input", str(exc), extra)
     except EngineError as exc:
         return _fail(output, EXIT_ENGINE, "engine_error", str(exc), extra)
@@ -446,11 +386,10 @@ def _prepare(args: Any, output: Output, extra: dict[str, Any]) -> tuple[Any, str
     return agent, task
 
 
-def _build(settings: Any, cwd: Path, resume: str | None, output: Output) -> Any:
+def _build(settings: Settings, cwd: Path, resume: str | None, build_agent: AgentBuilder, output: Output) -> Any:
     """The agent for this workspace; loading an embedded model takes a while, so say so."""
     from clover_code.agent.permissions import approver_for_mode
     from clover_code.agent.session import SessionError
-    from clover_code.agent.setup import build_agent
 
     name = settings.engine_name()
     if name == "embedded":

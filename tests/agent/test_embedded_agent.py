@@ -54,8 +54,8 @@ def test_tiny_checkpoint_drives_the_loop(ckpt, request, git_repo):
 
 def test_build_agent_on_the_embedded_engine(tiny_attention_ckpt, git_repo, tmp_path):
     from clover_code.agent.permissions import ModeApprover
-    from clover_code.agent.setup import build_agent
-    from clover_code.config import Settings
+    from clover_code.wiring.assemble import build_agent
+    from clover_code.settings import Settings
     from clover_code.engine import EngineError
 
     agent = build_agent(Settings(model=str(tiny_attention_ckpt), block_size=16), git_repo, ModeApprover())

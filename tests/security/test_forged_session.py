@@ -14,8 +14,8 @@ from clover_code.agent.events import (
     ApprovalAnswered, Notice, ToolCallParsed, ToolFinished, TurnFinished, UserMessage, to_json,
 )
 from clover_code.agent.permissions import ModeApprover
-from clover_code.agent.setup import build_agent
-from clover_code.config import Settings
+from clover_code.wiring.assemble import build_agent
+from clover_code.settings import Settings
 from clover_code.engine import ToolCall
 
 

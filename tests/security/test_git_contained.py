@@ -29,7 +29,7 @@ IDENTITY = "git config user.email a@b.invalid && git config user.name attacker"
 
 
 def context(root: Path, tmp_path: Path) -> ToolContext:
-    """As agent/setup.py builds it: one git runner for the session, shared with checkpoints."""
+    """As clover_code/wiring/assemble.py builds it: one git runner for the session, shared with checkpoints."""
     git = Git(root, sandbox=True)
     git.repository()  # the repository the session starts in (None: a plain folder)
     return ToolContext(Workspace(root), sandbox=True, shell_timeout=30, git=git,

@@ -15,8 +15,8 @@ import pytest
 
 from clover_code.agent.events import ErrorEvent, TurnFinished
 from clover_code.agent.permissions import ModeApprover
-from clover_code.agent.setup import build_agent
-from clover_code.config import Settings
+from clover_code.wiring.assemble import build_agent
+from clover_code.settings import Settings
 from clover_code.engine import EngineError
 from clover_code.engine.chunk_fold import chunk_json_object
 from clover_code.engine.scripted import ScriptedEngine

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.agent.setup import tool_context
+from clover_code.wiring.assemble import tool_context
 from clover_code.config import load_settings
 from clover_code.tools.policy import DEFAULT_DENY_READ, SandboxPolicy
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.agent.setup import build_agent
-from clover_code.config import Settings
+from clover_code.wiring.assemble import build_agent
+from clover_code.settings import Settings
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.ui.terminal_text import visible
 from clover_code.ui.tui.app import make_app

@@ -6,7 +6,7 @@ import threading
 
 from textual import events
 
-from clover_code.config import Settings
+from clover_code.settings import Settings
 from clover_code.engine import DenoiseStep, EngineError
 from clover_code.ui.tui.app import make_app
 from clover_code.ui.tui.widgets.denoise_view import DenoiseView

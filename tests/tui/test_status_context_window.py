@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from clover_code.agent.setup import build_agent
-from clover_code.config import Settings
+from clover_code.wiring.assemble import build_agent
+from clover_code.settings import Settings
 from clover_code.engine.remote import RemoteEngine
 from clover_code.ui.tui.app import make_app
 from clover_code.ui.tui.widgets.status_bar import render_status

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from clover_code.config import Settings
+from clover_code.settings import Settings
 from clover_code.ui.tui.app import make_app
 from clover_code.ui.tui.widgets.denoise_view import DenoiseView
+from clover_code.wiring.assemble import build_agent
 from tui_helpers import idle, send, wait_for
 
 
 async def test_loading_progress_and_denoise_steps(repo, tiny_attention_ckpt):
     settings = Settings(model=str(tiny_attention_ckpt), max_tokens=64, max_turns=1, sandbox=False)
-    app = make_app(settings, repo)
+    app = make_app(settings, repo, build_agent=build_agent)
     seen: list[float] = []
     async with app.run_test(size=(100, 30)) as pilot:
         show = app.status.loading
@@ -30,7 +31,7 @@ async def test_loading_progress_and_denoise_steps(repo, tiny_attention_ckpt):
 async def test_model_command_loads_another_checkpoint_and_reports_a_bad_one(repo, tiny_attention_ckpt,
                                                                             tiny_hybrid_ckpt):
     settings = Settings(model=str(tiny_attention_ckpt), max_tokens=32, max_turns=1, sandbox=False)
-    app = make_app(settings, repo)
+    app = make_app(settings, repo, build_agent=build_agent)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.agent is not None, timeout=120)
         first = app.agent

@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from clover_code.agent.setup import build_agent
-from clover_code.config import Settings
+from clover_code.wiring.assemble import build_agent
+from clover_code.settings import Settings
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.ui.tui.app import CloverApp, make_app
 

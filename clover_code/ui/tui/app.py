@@ -21,8 +21,9 @@ from clover_code.agent.events import (
     ApprovalAnswered, ApprovalNeeded, BlockCommitted, Compacted, ErrorEvent, Notice,
     ToolCallParsed, ToolFinished, ToolStarted, TurnFinished, UserMessage,
 )
-from clover_code.config import Settings
+from clover_code.settings import Settings
 from clover_code.engine import DenoiseStep
+from clover_code.ui.launch import AgentBuilder
 from clover_code.ui.terminal_text import visible
 from clover_code.ui.tui.messages import (
     AgentFailed, AgentReady, ApprovalRequested, EventsPending, StepPending,
@@ -361,50 +362,31 @@ def describe_error(exc: BaseException) -> str:
     return f"{name}: {exc} (see the session log in .clover/sessions for details)"
 
 
-def _default_factory(settings: Settings, cwd: Path, app_ref: list) -> AgentFactory:
+def _factory_of(build_agent: AgentBuilder, settings: Settings, cwd: Path, app_ref: list) -> AgentFactory:
+    """The app's agent factory from the wiring's builder; it reads `settings` when called,
+    so `/model` and `/mode` changes apply to the next agent."""
     def build(approver, resume):
-        from clover_code.agent.setup import build_agent
-
         return build_agent(settings, cwd, approver, resume=resume, on_progress=app_ref[0].loading_progress)
 
     return build
 
 
-def make_app(settings: Settings | None = None, cwd: Path | None = None, *,
-             agent_factory: AgentFactory | None = None, resume: str | None = None) -> CloverApp:
+def make_app(settings: Settings, cwd: Path | None = None, *, agent_factory: AgentFactory | None = None,
+             build_agent: AgentBuilder | None = None, resume: str | None = None) -> CloverApp:
+    """The app; give it `build_agent` (what the CLI does) or a ready `agent_factory` (tests)."""
     cwd = Path(cwd or Path.cwd()).resolve()
-    settings = settings or Settings()
     app_ref: list = []
-    app = CloverApp(settings, cwd, agent_factory or _default_factory(settings, cwd, app_ref), resume)
+    if agent_factory is None:
+        if build_agent is None:
+            raise TypeError("make_app needs build_agent or agent_factory")
+        agent_factory = _factory_of(build_agent, settings, cwd, app_ref)
+    app = CloverApp(settings, cwd, agent_factory, resume)
     app_ref.append(app)
     return app
 
 
-def settings_from_args(args: Any, cwd: Path) -> Settings:
-    from clover_code.config import load_settings
-
-    flags = {name: getattr(args, name, None) for name in (
-        "engine", "model", "endpoint", "approval", "max_turns", "threshold", "block_size",
-        "max_tokens", "temperature")}
-    if getattr(args, "no_sandbox", False):
-        flags["sandbox"] = False
-    return load_settings(cwd, flags)
-
-
-def run(args: Any) -> int:
-    import sys
-
-    from clover_code.config import ConfigError
-
-    cwd = Path(args.cwd or ".").resolve()
-    if not cwd.is_dir():
-        print(f"clover-code: --cwd {cwd} is not a directory", file=sys.stderr)
-        return 2
-    try:
-        settings = settings_from_args(args, cwd)
-    except ConfigError as exc:
-        print(f"clover-code: {exc}", file=sys.stderr)
-        return 2
-    app = make_app(settings, cwd, resume=args.resume)
+def run_app(settings: Settings, cwd: Path, build_agent: AgentBuilder, resume: str | None = None) -> int:
+    """`clover-code` without --task: the TUI until the user quits; its exit code."""
+    app = make_app(settings, cwd, build_agent=build_agent, resume=resume)
     app.run()
     return app.return_code or 0

@@ -13,7 +13,7 @@ from typing import Any, Callable
 from rich.syntax import Syntax
 from textual.widgets import Static
 
-from clover_code.config import APPROVAL_MODES
+from clover_code.settings import APPROVAL_MODES
 from clover_code.ui.terminal_text import visible
 from clover_code.tools import ToolError
 from clover_code.tools.gitrun import Git

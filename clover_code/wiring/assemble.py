@@ -1,16 +1,20 @@
-"""Building an agent for a workspace from settings; shared by the headless runner and the TUI."""
+"""Settings become objects: the engine, the tool context (workspace, sandbox policy, git,
+checkpoints) and the agent with its session log and permissions. Every mode builds
+through here; the agent itself only ever sees AgentSettings."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Callable
+
 from clover_code.agent.context import Conversation
 from clover_code.agent.events import ApprovalAnswered, Notice
 from clover_code.agent.instructions import load_instructions, render_system_prompt
 from clover_code.agent.loop import Agent, AgentSettings
 from clover_code.agent.permissions import Approver, Permissions
 from clover_code.agent.session import SessionLog
-from clover_code.config import Settings, user_config_path
+from clover_code.config import user_config_path
+from clover_code.settings import Settings
 from clover_code.engine import Engine, EngineError, make_engine
 from clover_code.tools import Registry, ToolContext, default_registry
 from clover_code.tools.policy import SandboxPolicy

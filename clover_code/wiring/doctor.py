@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal, TextIO
 
 from clover_code import __version__
+from clover_code.settings import ConfigError
 
 Status = Literal["ok", "warn", "fail"]
 MARKS = {"ok": "✓", "warn": "!", "fail": "✗"}
@@ -71,7 +72,7 @@ def _userns_fix() -> str:
 
 
 def _policy(settings: Any) -> Any:
-    from clover_code.agent.setup import sandbox_policy
+    from clover_code.wiring.assemble import sandbox_policy
 
     return sandbox_policy(settings)
 
@@ -200,18 +201,15 @@ def _home(path: Path) -> str:
 # -- the command --------------------------------------------------------------------------
 
 def run(args: Any, out: TextIO = sys.stdout) -> int:
-    from clover_code.config import ConfigError, load_settings
+    from clover_code.wiring.flags import flag_values, settings_for
 
-    cwd = Path(args.cwd or ".").resolve()
-    given = {"engine": args.engine, "model": args.model, "endpoint": args.endpoint,
-             "sandbox": False if args.no_sandbox else None}
-    flags = {k: v for k, v in given.items() if v is not None}
-    out.write(f"clover-code {__version__} doctor: {cwd}\n")
+    out.write(f"clover-code {__version__} doctor: {Path(args.cwd or '.').resolve()}\n")
     try:
-        settings = load_settings(cwd, flags)
+        cwd, settings = settings_for("doctor", args)
     except ConfigError as exc:
         _print(out, [Check("config", "fail", str(exc), fix="fix or remove that setting")])
         return 1
+    flags = {k: v for k, v in flag_values("doctor", args).items() if v is not None}
     checks = [check_sandbox(settings), check_git(), check_ripgrep(), *check_engine(settings, flags),
               check_compute(settings), check_config(cwd, settings.notices)]
     _print(out, checks)

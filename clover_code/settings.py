@@ -1,0 +1,51 @@
+"""What the user chose: the settings every mode runs with, as plain data.
+
+Loaded in layers by clover_code.config (files, environment, flags); read by the wiring
+that assembles engine, tools and agent, and by the UIs that show them. Importing this
+costs nothing: no loader, no engine, no tool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+from clover_code.tools.policy import DEFAULT_DENY_READ, DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_MB
+
+ApprovalMode = Literal["read-only", "ask", "auto-edit", "full-auto"]
+APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
+
+
+class ConfigError(Exception):
+    """Bad settings from a file, the environment or flags; the message says which."""
+
+
+@dataclass
+class Settings:
+    engine: str | None = None  # "embedded" | "remote" | "scripted:FILE"; None: resolve
+    model: str | None = None  # checkpoint folder (embedded) or model name (remote)
+    endpoint: str | None = None  # OpenAI-compatible base URL
+    api_key: str | None = field(default=None, repr=False)
+    approval: ApprovalMode = "ask"
+    max_turns: int = 50
+    max_tokens: int = 4096
+    temperature: float = 0.0
+    threshold: float | None = None
+    block_size: int | None = None
+    sandbox: bool = True
+    shell_timeout: float = 120.0
+    connect_timeout: float = 10.0
+    idle_timeout: float = 120.0
+    allow: list[str] = field(default_factory=list)  # e.g. "shell:pytest*", "edit:src/**"
+    # The sandbox's policy (clover_code.tools.policy.SandboxPolicy); the user's config only.
+    keep_env: list[str] = field(default_factory=list)  # secret-looking variables passed on anyway
+    deny_read: list[str] = field(default_factory=lambda: list(DEFAULT_DENY_READ))
+    max_processes: int = DEFAULT_MAX_PROCESSES
+    memory_mb: int = DEFAULT_MEMORY_MB
+    notices: list[str] = field(default_factory=list)  # settings ignored, for the UI to show once
+
+    def engine_name(self) -> str:
+        """Which engine runs: flags/config/env win; with none, the embedded default."""
+        if self.engine:
+            return self.engine
+        return "remote" if self.endpoint else "embedded"
