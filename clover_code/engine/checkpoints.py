@@ -6,12 +6,14 @@ renders differently) would re-encode from zero. A checkpoint is the linear layer
 one prefix position; with the attention keys/values (which can be cropped anywhere) it
 rebuilds the whole prefix state there. Two kinds:
 
-- `turn`: where a request's prompt ends (less the token every request re-encodes), so a
-  retried or rewound turn resumes there;
-- `block`: other pass boundaries (committed blocks, prefill chunks); at most `max_blocks`,
-  thinned by dropping the one closest to its neighbours, so they stay spread out.
+- `turn`: where a message starts (before each turn-mark token, `<|im_start|>` in Qwen's
+  template), where a request starts encoding, and where its prompt ends less the token every
+  request re-encodes, so an edited message, a rewound or a retried turn resumes there;
+- `block`: other pass boundaries (committed blocks, every CHECKPOINT_SPACING tokens of a
+  long prompt); at most `max_blocks`.
 
-Over the byte budget, the earliest checkpoints go first.
+Over a limit, the checkpoint whose neighbours lie closest together goes (never the newest),
+so those that stay are spread over the conversation.
 """
 
 from __future__ import annotations
@@ -46,9 +48,7 @@ class Checkpoints:
         size = sum(t.nbytes for t in state.tensors())
         old = self.points.get(position)
         self.points[position] = Checkpoint("turn" if old and old.kind == "turn" else kind, state, size)
-        self._thin_blocks()
-        while self.points and self.nbytes > self.budget:
-            del self.points[min(self.points)]
+        self._thin()
 
     def best(self, limit: int) -> int:
         """The latest checkpointed position at or before `limit` (0: none, start over)."""
@@ -80,15 +80,19 @@ class Checkpoints:
         return {"checkpoints": len(kinds), "turn_checkpoints": kinds.count("turn"),
                 "checkpoint_bytes": self.nbytes, "checkpoint_budget_bytes": self.budget}
 
-    def _thin_blocks(self) -> None:
-        while True:
-            blocks = sorted(p for p, c in self.points.items() if c.kind == "block")
-            if len(blocks) <= self.max_blocks:
-                return
-            if self.max_blocks <= 0:
-                del self.points[blocks[0]]
-                continue
-            # drop the one whose neighbours are closest together, never the newest
-            edges = [0, *blocks]
-            gap = {p: edges[i + 2] - edges[i] for i, p in enumerate(blocks[:-1])}
-            del self.points[min(gap, key=gap.__getitem__)]
+    def _thin(self) -> None:
+        while len(blocks := [p for p, c in self.points.items() if c.kind == "block"]) > self.max_blocks:
+            self._drop_closest(blocks)
+        while self.points and self.nbytes > self.budget:
+            self._drop_closest(list(self.points))
+
+    def _drop_closest(self, positions: list[int]) -> None:
+        """Drop the checkpoint whose neighbours lie closest together (never the newest, unless
+        it is the only one), so the rest stay spread over the conversation."""
+        positions = sorted(positions)
+        if len(positions) == 1:
+            del self.points[positions[0]]
+            return
+        edges = [0, *positions]
+        gap = {p: edges[i + 2] - edges[i] for i, p in enumerate(positions[:-1])}
+        del self.points[min(gap, key=gap.__getitem__)]

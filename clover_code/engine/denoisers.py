@@ -21,57 +21,89 @@ attention) are read in props.py; segments.py says where the attention segments g
 from __future__ import annotations
 
 from contextlib import nullcontext
+from dataclasses import dataclass
 
 import torch
 
-from clover_code.engine.linear_state import LinearSplit
-from clover_code.engine.prefix_state import drop_kv_tail
+from clover_code.engine.checkpoints import DEFAULT_CHECKPOINT_MB, DEFAULT_MAX_BLOCK_CHECKPOINTS, Checkpoints
+from clover_code.engine.linear_state import LinearSplit, capture
+from clover_code.engine.prefix_cache import DEFAULT_PREFIX_CACHE_MB, PrefixCache
+from clover_code.engine.prefix_state import PrefixState, drop_kv_tail, new_state, storage_bytes, usable_prefix
 from clover_code.engine.props import (  # noqa: F401  (re-exported: the engine's one import site)
-    ATTENTION_TYPES, HYBRID_TYPES, SUPPORTED_TYPES, CheckpointProps, checkpoint_kind, read_props)
-from clover_code.engine.segments import Segment, commit_segments, grid_cut, segment_mask
+    ATTENTION_TYPES, HYBRID_TYPES, SUPPORTED_TYPES, CheckpointProps, checkpoint_kind, read_props, turn_mark_ids)
+from clover_code.engine.segments import Segment, commit_segments, segment_mask
 
 PREFILL_CHUNK = 1024  # tokens per prefill pass: bounds the additive mask to [chunk, past + chunk]
+CHECKPOINT_SPACING = 256  # a hybrid checkpoints a long prompt every this many tokens (then thinned)
+MAX_TURN_CUTS = 16  # message starts checkpointed per request: the first (the system prompt's end) and the last
+
+
+def state_budgets(checkpoint_mb: float | None = None, prefix_cache_mb: float | None = None) -> dict[str, int]:
+    """ModelDenoiser's memory keywords from megabytes (None: the default; 0: none kept)."""
+    return {"checkpoint_bytes": int((DEFAULT_CHECKPOINT_MB if checkpoint_mb is None else checkpoint_mb) * 2**20),
+            "prefix_cache_bytes": int((DEFAULT_PREFIX_CACHE_MB if prefix_cache_mb is None else prefix_cache_mb)
+                                      * 2**20)}
+
+
+@dataclass(frozen=True)
+class Reuse:
+    """How a request's prompt met the cached prefix."""
+
+    reused: int  # prompt tokens served from the cache
+    encoded: int  # prompt tokens this request encodes
+    source: str  # "live" | "parked" | "cut" | "cold", see prefix_cache.Match
 
 
 class ModelDenoiser:
     """A transformers model with its prefix state; see the module docstring. `fuse=False`
-    spends a pass of its own on every commit (the unfused path, kept to measure against)."""
+    spends a pass of its own on every commit (the unfused path, kept to measure against).
+    Hybrids keep linear-state checkpoints (checkpoints.py) within `checkpoint_bytes`."""
 
-    def __init__(self, model, props: CheckpointProps, kind: str, *, fuse: bool = True):
+    def __init__(self, model, props: CheckpointProps, kind: str, *, fuse: bool = True,
+                 checkpoint_bytes: int = DEFAULT_CHECKPOINT_MB << 20,
+                 max_block_checkpoints: int = DEFAULT_MAX_BLOCK_CHECKPOINTS,
+                 prefix_cache_bytes: int = DEFAULT_PREFIX_CACHE_MB << 20, turn_marks: frozenset[int] = frozenset()):
         self.model, self.props, self.kind, self.fuse = model, props, kind, fuse
         self.text_config = model.config.get_text_config()
         self.head = model.get_output_embeddings()
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
         self.split = LinearSplit(model) if kind == "hybrid" else None
+        self.checkpoint_limits = (checkpoint_bytes, max_block_checkpoints)
+        self.pool = PrefixCache(prefix_cache_bytes)
+        self.last_reuse = Reuse(0, 0, "cold")
+        self.turn_marks = turn_marks  # ids that start a message (`<|im_start|>`): checkpointed before
+        self._turns: set[int] = set()  # where the current request checkpoints as "turn"
         self.reset()
 
     # -- prefix state ------------------------------------------------------------------------
+    @property
+    def tokens(self) -> list[int]:
+        return self.state.tokens
+
+    @property
+    def cache(self):
+        return self.state.cache
+
     def reset(self) -> None:
-        from transformers import DynamicCache
+        """Forget every cached prefix."""
+        self.state = self._fresh()
+        self.pool.clear()
 
-        self.cache = DynamicCache(config=self.text_config)
-        self.tokens: list[int] = []  # ids whose state the cache holds
-        self.boundaries: list[int] = [0]  # prefix lengths at segment ends (block-causal reuse)
-        self.last_logits: torch.Tensor | None = None  # [V] at the last prefix position (logits_shift=1)
-
+    @torch.inference_mode()
     def reuse(self, prompt: list[int]) -> torch.Tensor:
-        """Keep the longest cached prefix of `prompt` that can be kept; return the rest `[P']`.
-        At least one prompt token is left to encode (its logits start the first block)."""
-        keep = 0
-        limit = len(prompt) - 1
-        while keep < min(len(self.tokens), limit) and self.tokens[keep] == prompt[keep]:
-            keep += 1
-        if self.props.prefix_attention == "block":  # warm must equal cold: cut on the prompt's own grid
-            keep = grid_cut(self.boundaries, keep, self.props.block_size)
-        if keep < len(self.tokens):
-            if self.kind == "hybrid" or keep == 0:
-                self.reset()  # a recurrent state cannot be cut back
-                keep = 0
-            else:
-                drop_kv_tail(self.cache, len(self.tokens) - keep)
-                del self.tokens[keep:]
-                self.boundaries = [b for b in self.boundaries if b <= keep]
+        """Decode the next request against the cached prefix (this conversation's or a parked
+        one, prefix_cache.py) that serves the longest part of `prompt` exactly, cut back to a
+        checkpoint if need be; return the rest `[P']`, at least one token."""
+        hybrid = self.split is not None
+        match = self.pool.take(self.state, prompt, lambda s, p: usable_prefix(s, p, self.props, hybrid),
+                               self._fresh, self.text_config)
+        self.state, keep = match.state, match.keep
+        self.pool.trim(self.state)
+        self.last_reuse = Reuse(keep, len(prompt) - keep, match.source)
+        if self.split is not None and keep and keep not in self.state.checkpoints.points:
+            self.state.checkpoints.add(keep, capture(self.state.cache), "turn")  # where this turn starts
+        self._turns = self._turn_points(prompt, keep)
         return torch.tensor(prompt[keep:], dtype=torch.long)
 
     def commit(self, tokens: torch.Tensor) -> int:
@@ -81,6 +113,14 @@ class ModelDenoiser:
             self._commit_piece(piece, segments)
         return len(pieces)
 
+    def report(self) -> dict:
+        """Prefix-state figures for logs and benchmarks (sizes in bytes)."""
+        return {"prefix_tokens": len(self.state.tokens), "prefix_bytes": storage_bytes(self.state.storage()),
+                **self.state.checkpoints.report(), **self.pool.report(self.state)}
+
+    def _fresh(self) -> PrefixState:
+        return new_state(self.text_config, Checkpoints(*self.checkpoint_limits))
+
     # -- Denoiser ----------------------------------------------------------------------------
     def denoise(self, block: torch.Tensor, commit: torch.Tensor | None = None) -> tuple[torch.Tensor, int]:
         size, shift, passes = block.shape[0], self.props.logits_shift, 0
@@ -89,7 +129,7 @@ class ModelDenoiser:
         if commit is None:
             logits = self._forward(block, [(size, True)], list(range(size - shift)), keep=0)  # [L - shift, V]
             if shift:
-                logits = torch.cat([self.last_logits[None], logits])  # [L, V]
+                logits = torch.cat([self.state.last_logits[None], logits])  # [L, V]
             return logits, passes + 1
         *head, (piece, segments) = self._pieces(commit)
         for earlier in head:  # a long prompt: prefill in bounded chunks, fuse only the last
@@ -105,17 +145,44 @@ class ModelDenoiser:
     def _forward(self, ids: torch.Tensor, segments: list[Segment], rows: list[int], keep: int) -> torch.Tensor:
         """Run `ids` `[T]` after the cached prefix, keeping the first `keep` of them in the
         prefix state; logits `[R, V]` of `rows` (fp32, on the model's device)."""
-        past, total = len(self.tokens), ids.shape[0]
+        past, total = len(self.state.tokens), ids.shape[0]
         ids = ids.to(self.device)
         mask = segment_mask(segments, past, self.dtype, self.device)  # [1, 1, T, past + T]
         positions = torch.arange(past, past + total, device=self.device)[None]  # [1, T]
-        split = self.split.folding(self.cache, keep) if self.split and keep < total else nullcontext()
-        with split:
+        cuts = self._cuts(past, keep)
+        needed = self.split is not None and (cuts or keep < total)
+        split = self.split.folding(self.state.cache, keep, cuts) if needed else nullcontext({})
+        with split as captured:
             out = self.model.base_model(input_ids=ids[None], attention_mask=self._mask_arg(mask),
-                                        position_ids=positions, cache=self.cache, use_cache=True)
-        drop_kv_tail(self.cache, total - keep)
+                                        position_ids=positions, cache=self.state.cache, use_cache=True)
+        drop_kv_tail(self.state.cache, total - keep)
+        for at, linear in captured.items():
+            self.state.checkpoints.add(past + at, linear, "turn" if past + at in self._turns else "block")
         hidden = out.last_hidden_state[0, rows]  # [R, H]
         return self.head(hidden).float()  # [R, V]
+
+    def _cuts(self, past: int, keep: int) -> tuple[int, ...]:
+        """Where, within a pass that keeps `keep` tokens, a hybrid checkpoints its linear states:
+        at the end of what it keeps, at this request's turn points, and every CHECKPOINT_SPACING
+        tokens of a long prompt (a multiple of the block size: a segment end in every layout)."""
+        if self.split is None or keep == 0 or self.state.checkpoints.budget <= 0:
+            return ()
+        spacing = max(1, CHECKPOINT_SPACING // self.props.block_size) * self.props.block_size
+        first = (past // spacing + 1) * spacing
+        cuts = {keep, *range(first - past, keep, spacing), *(t - past for t in self._turns if 0 < t - past < keep)}
+        return tuple(sorted(cuts))
+
+    def _turn_points(self, prompt: list[int], keep: int) -> set[int]:
+        """Turn checkpoints of a request whose prompt is encoded from `keep`: before the first
+        and the last MAX_TURN_CUTS - 1 message starts, and where a retry resumes (all but the
+        last prompt token); on the block grid for a block-causal prefix (segment ends)."""
+        if self.split is None:
+            return set()
+        starts = [i for i in range(keep + 1, len(prompt)) if prompt[i] in self.turn_marks]
+        points = {*starts[:1], *starts[1:][-(MAX_TURN_CUTS - 1):], len(prompt) - 1}
+        if self.props.prefix_attention == "block":
+            points = {p - p % self.props.block_size for p in points}
+        return {p for p in points if p > keep}
 
     def _mask_arg(self, mask: torch.Tensor):
         layer_types = getattr(self.text_config, "layer_types", None)
@@ -147,14 +214,16 @@ class ModelDenoiser:
         return pieces
 
     def _commit_segments(self, count: int) -> list[Segment]:
-        return commit_segments(len(self.tokens), count, self.props.block_size,
+        return commit_segments(len(self.state.tokens), count, self.props.block_size,
                                block_prefix=self.props.prefix_attention == "block",
                                absolute=self.props.block_alignment == "absolute")
 
     def _append(self, tokens: torch.Tensor, segments: list[Segment], last_logits: torch.Tensor | None) -> None:
         if self.props.prefix_attention == "block":  # causal: every position is a boundary
             for n, _ in segments:
-                self.boundaries.append(self.boundaries[-1] + n)
-        self.tokens.extend(tokens.tolist())
+                self.state.boundaries.append(self.state.boundaries[-1] + n)
+        self.state.tokens.extend(tokens.tolist())
         if last_logits is not None:
-            self.last_logits = last_logits
+            self.state.last_logits = last_logits
+        if self.pool.parked:
+            self.pool.trim(self.state)  # the active state grew

@@ -84,7 +84,7 @@ class EmbeddedEngine:
 
     def __init__(self, model: str | Path, *, threshold: float | None = None, block_size: int | None = None,
                  device: str | None = None, dtype: str | None = None, on_progress: Progress | None = None,
-                 **_: Any):
+                 checkpoint_mb: float | None = None, prefix_cache_mb: float | None = None, **_: Any):
         progress = on_progress or (lambda fraction, message: None)
         self.threshold = check_threshold(threshold if threshold is not None else DEFAULT_THRESHOLD)
         if block_size is not None and block_size < 1:
@@ -103,7 +103,8 @@ class EmbeddedEngine:
 
         hf_logging.disable_progress_bar()  # progress goes through on_progress, not tqdm on stderr
 
-        from clover_code.engine.denoisers import SUPPORTED_TYPES, ModelDenoiser, checkpoint_kind, read_props
+        from clover_code.engine.denoisers import (SUPPORTED_TYPES, ModelDenoiser, checkpoint_kind, read_props,
+                                                  state_budgets, turn_mark_ids)
 
         progress(0.1, "reading config")
         try:
@@ -125,13 +126,16 @@ class EmbeddedEngine:
         weights = weights.to(self.device).eval()
         self.block_size = block_size or props.block_size
         # one block size for decoding and for chunking a block-causal prefix
-        self.denoiser = ModelDenoiser(weights, dataclasses.replace(props, block_size=self.block_size), kind)
+        self.denoiser = ModelDenoiser(weights, dataclasses.replace(props, block_size=self.block_size), kind,
+                                      turn_marks=turn_mark_ids(self.tokenizer),
+                                      **state_budgets(checkpoint_mb, prefix_cache_mb))
         self.kind = kind
         text_config = config.get_text_config()
         window = getattr(text_config, "max_position_embeddings", None) or CLOVER_CONTEXT_WINDOW
         self.info = EngineInfo("embedded", str(path), window, self.block_size, self.threshold)
         self.stop_ids = self._stop_ids(config, weights)
         self.reused_tokens = 0  # prompt tokens the last request found already encoded
+        self.last_reuse = self.denoiser.last_reuse  # the last request's reused / encoded / source
         self._lock = threading.Lock()
         progress(1.0, "ready")
 
@@ -224,6 +228,7 @@ class EmbeddedEngine:
             self.denoiser.reset()
             raise
         self.reused_tokens = len(prompt) - pending.shape[0]
+        self.last_reuse = self.denoiser.last_reuse
         detok, stopper = Detokenizer(self.tokenizer, self.stop_ids), StopStrings(stops)
         results = decode_blocks(self.denoiser, pending, opts, on_step=on_step, cancelled=cancel.is_set)
         try:

@@ -6,7 +6,7 @@ its segment ends and, for hybrids, state checkpoints at earlier positions.
 
 Attention keys/values are never written in place (`DynamicLayer.update` concatenates,
 `crop` slices), so a cut or a forked state shares storage with its parent until its next
-pass; `nbytes` counts each storage once.
+pass; `storage()` names each storage so that shared ones are counted once.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import torch
 
 from clover_code.engine.checkpoints import Checkpoints
 from clover_code.engine.linear_state import linear_layer_ids, restore
+from clover_code.engine.segments import grid_cut
 
 
 @dataclass
@@ -28,16 +29,22 @@ class PrefixState:
     boundaries: list[int] = field(default_factory=lambda: [0])  # prefix lengths at segment ends
     last_logits: torch.Tensor | None = None  # [V] at the last prefix position (logits_shift=1)
 
-    def tensors(self) -> Iterator[torch.Tensor]:
+    def storage(self) -> Iterator[tuple[object, int]]:
+        """(key, bytes) of every storage this state holds; equal keys are one storage (a view,
+        keys/values shared with a fork, a checkpoint shared with one)."""
         for layer in self.cache.layers:
             if hasattr(layer, "recurrent_states"):
-                yield from (t for t in (*layer.conv_states.values(), *layer.recurrent_states.values())
-                            if t is not None)
-            elif getattr(layer, "is_initialized", False):
-                yield from (layer.keys, layer.values)
-        yield from self.checkpoints.tensors()
+                tensors = [t for t in (*layer.conv_states.values(), *layer.recurrent_states.values())
+                           if t is not None]
+            else:
+                tensors = [layer.keys, layer.values] if getattr(layer, "is_initialized", False) else []
+            for t in tensors:
+                storage = t.untyped_storage()
+                yield (t.device, storage.data_ptr()), storage.nbytes()
+        for point in self.checkpoints.points.values():
+            yield id(point), point.nbytes
         if self.last_logits is not None:
-            yield self.last_logits
+            yield id(self.last_logits), self.last_logits.nbytes
 
 
 def new_state(text_config, checkpoints: Checkpoints) -> PrefixState:
@@ -46,13 +53,9 @@ def new_state(text_config, checkpoints: Checkpoints) -> PrefixState:
     return PrefixState(DynamicCache(config=text_config), checkpoints)
 
 
-def nbytes(tensors: Iterable[torch.Tensor]) -> int:
-    """Bytes of the distinct storages behind `tensors` (views and shared storage count once)."""
-    seen: dict[tuple, int] = {}
-    for t in tensors:
-        storage = t.untyped_storage()
-        seen[(t.device, storage.data_ptr())] = storage.nbytes()
-    return sum(seen.values())
+def storage_bytes(parts: Iterable[tuple[object, int]]) -> int:
+    """Total bytes of `(key, bytes)` parts, each key counted once."""
+    return sum(dict(parts).values())
 
 
 def drop_kv_tail(cache, count: int) -> None:
@@ -79,6 +82,32 @@ def cut(state: PrefixState, keep: int) -> None:
     state.checkpoints.drop_after(keep)
     del state.tokens[keep:]
     state.boundaries = [b for b in state.boundaries if b <= keep]
+    state.last_logits = None  # a cut prefix always re-encodes at least one token, which sets it
+
+
+def common_length(a: list[int], b: list[int], limit: int, chunk: int = 4096) -> int:
+    """Length of the common prefix of `a` and `b`, at most `limit`: whole chunks compared as
+    list slices (C speed; a 128K-token prompt is ~30 of them), then the differing chunk."""
+    start = 0
+    while start < limit and a[start:min(start + chunk, limit)] == b[start:min(start + chunk, limit)]:
+        start += chunk
+    end = min(start + chunk, limit)
+    while start < end and a[start] == b[start]:
+        start += 1
+    return min(start, limit)
+
+
+def usable_prefix(state: PrefixState, prompt: list[int], props, hybrid: bool) -> int:
+    """How many leading tokens of `prompt` `state` can serve, exactly as a cold encoding would
+    have them: at most all but the last prompt token (its logits start the first block), on
+    the prompt's own block grid for a block-causal prefix, and for a hybrid cut back only to
+    a checkpoint (or to 0)."""
+    keep = common_length(state.tokens, prompt, min(len(state.tokens), len(prompt) - 1))
+    if props.prefix_attention == "block":
+        keep = grid_cut(state.boundaries, keep, props.block_size)
+    if hybrid and keep < len(state.tokens):
+        keep = state.checkpoints.best(keep)
+    return keep
 
 
 def fork(state: PrefixState, keep: int, text_config) -> PrefixState:

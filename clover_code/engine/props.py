@@ -70,3 +70,10 @@ def read_props(config, tokenizer=None) -> CheckpointProps:
     if props.prefix_attention not in ("causal", "block"):
         raise EngineError(f"config prefix_attention must be 'causal' or 'block', not {props.prefix_attention!r}")
     return props
+
+
+def turn_mark_ids(tokenizer) -> frozenset[int]:
+    """Ids of the tokens that start a chat message (`<|im_start|>` in Qwen's template): a hybrid
+    checkpoints its state before them, so an edited message resumes where it starts."""
+    found = tokenizer.convert_tokens_to_ids("<|im_start|>")
+    return frozenset([found]) if isinstance(found, int) and found != tokenizer.unk_token_id else frozenset()
