@@ -2,6 +2,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -55,3 +56,35 @@ def tiny_attention_ckpt(tmp_path_factory) -> Path:
 def tiny_hybrid_ckpt(tmp_path_factory) -> Path:
     """Folder of a tiny Gated DeltaNet hybrid (qwen3_5_text) checkpoint with a peaked output head."""
     return _tiny_checkpoint(tmp_path_factory, "hybrid")
+
+
+def _call_markup(name: str, **arguments: str) -> str:
+    import json
+
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+
+
+def reply_with_second_call_cut(block_size: int) -> str:
+    """A reply with two calls (read_file README.md, glob *.md) where the first closes in the block
+    the second opens in and the second closes in the next block (the ScriptedEngine's blocks of
+    `block_size` words): the case that once leaked raw `<tool_call>` JSON into the TUI."""
+    from clover_code.engine.scripted import split_tokens
+
+    first, second = _call_markup("read_file", path="README.md"), _call_markup("glob", pattern="*.md")
+    for filler in range(block_size):
+        before = "Reading it." + " word" * filler + " " + first + " Then "
+        text = before + second + " Done."
+
+        def block_at(offset: int) -> int:  # the block holding the character at `offset`
+            return (len(split_tokens(text[:offset + 1])) - 1) // block_size
+
+        end_first, start_second = len("Reading it." + " word" * filler + " " + first) - 1, len(before)
+        end_second = start_second + len(second) - 1
+        if block_at(end_first) == block_at(start_second) == block_at(end_second) - 1:
+            return text
+    raise AssertionError(f"no reply of that shape for blocks of {block_size} words")
+
+
+@pytest.fixture
+def second_call_cut() -> "Callable[[int], str]":
+    return reply_with_second_call_cut

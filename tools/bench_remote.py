@@ -66,7 +66,7 @@ def start_server(model: Path, port: int, threads: int) -> subprocess.Popen:
 
 async def arrivals(engine, request: ChatRequest) -> list[float]:
     """Seconds from the request to each block's arrival."""
-    return [block.at async for block in engine.stream(request)]
+    return [block.seconds_since_start async for block in engine.stream(request)]
 
 
 async def concurrent(url: str, request: ChatRequest, expected: int) -> int:

@@ -36,7 +36,7 @@ from textual._compositor import CompositorUpdate
 from textual.app import App, ComposeResult
 from textual.widgets import Log
 
-from clover_code.agent.events import BlockCommitted, TurnFinished, UserMessage
+from clover_code.agent.events import BlockCommitted, TextDelta, TurnFinished, UserMessage
 from clover_code.settings import Settings
 from clover_code.engine import Block
 from clover_code.ui.tui.app import make_app
@@ -125,7 +125,7 @@ def history_events() -> list:
     for n in range(30):
         out += [UserMessage(f"question {n}"), BlockCommitted(Block(long_reply(n), 1200, 40, 1.0, None, 0,
                                                                    finish="stop")),
-                TurnFinished("done", "")]
+                TextDelta(long_reply(n)), TurnFinished("done", "")]
     return out
 
 
@@ -162,6 +162,7 @@ async def run_ours(pieces: list[str], interval: float) -> dict:
             last = i == len(pieces) - 1
             app.queue_event(BlockCommitted(Block(text, BLOCK_TOKENS, 4, i * interval, None, i,
                                                  finish="stop" if last else None)))
+            app.queue_event(TextDelta(text))  # as the agent follows each block with the text it shows
 
         async def typist():
             typed = 0

@@ -51,9 +51,10 @@ class CallRunner:
     def pending(self) -> bool:
         return bool(self.tasks)
 
-    def submit(self, parsed: ParsedCall) -> None:
+    def submit(self, parsed: ParsedCall, markup: str = "") -> None:
+        """`markup`: the call as written in the reply's text ("" for a structured call)."""
         call = parsed.call or ToolCall(new_call_id(), parsed.name or "invalid_tool_call", parsed.raw)
-        self.agent.emit(ToolCallParsed(call, parsed.error))
+        self.agent.emit(ToolCallParsed(call, parsed.error, markup))
         self.stats.tool_calls += 1
         before = self.tasks[-1] if self.tasks else None
         self.tasks.append(asyncio.create_task(self._after(before, call, parsed.error)))

@@ -2,9 +2,11 @@
 
 Messages are built only from agent events (`Conversation.apply`), so a session log
 replayed through `apply` rebuilds exactly the conversation the model saw. A reply's
-tool calls and results are gathered in a draft while the model writes and tools run;
+text, tool calls and results are gathered in a draft while the model writes and tools run;
 the draft becomes an assistant message plus one tool message per call when the next
-request, user message or turn end needs it.
+request, user message or turn end needs it. The reply's text is the agent's parse of it
+(TextDelta events, plus the markup of malformed calls so the model sees what it got wrong):
+never parsed again here.
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clover_code.agent.events import (
-    BlockCommitted, Cleared, Compacted, Event, ToolCallParsed, ToolFinished, TurnFinished, UserMessage,
+    BlockCommitted, Cleared, Compacted, Event, TextDelta, ToolCallParsed, ToolFinished, TurnFinished, UserMessage,
 )
+from clover_code.agent.reply import ReplyReader
 from clover_code.engine import ChatRequest, Engine, EngineError, ToolCall, estimate_tokens
-from clover_code.engine.toolcalls import ToolCallParser, split_text
 
 SUMMARY_HEADER = "Summary of the earlier part of this session ({n} messages were dropped to fit the context window):"
 SUMMARY_SYSTEM = (
@@ -34,7 +36,7 @@ SUMMARY_TOKENS = 1024
 class _Draft:
     """One model reply being written: its text, calls in order, and results as they come."""
 
-    text: str = ""
+    content: list[str] = field(default_factory=list)  # visible text and malformed calls' markup, in order
     calls: list[tuple[ToolCall, bool]] = field(default_factory=list)  # (call, well-formed)
     results: dict[str, str] = field(default_factory=dict)  # call id -> output
     tokens: int = 0
@@ -63,8 +65,10 @@ class Conversation:
             self._messages.append({"role": "user", "content": event.text})
         elif isinstance(event, BlockCommitted):
             self._on_block(event)
+        elif isinstance(event, TextDelta):
+            self._open().content.append(event.text)
         elif isinstance(event, ToolCallParsed):
-            self._open().calls.append((event.call, event.error is None))
+            self._on_call(event)
         elif isinstance(event, ToolFinished):
             self._open().results[event.call.id] = event.output
         elif isinstance(event, Compacted):
@@ -89,10 +93,15 @@ class Conversation:
         if block.index == 0:
             self.flush()
         draft = self._open()
-        draft.text += block.text
         draft.tokens += block.tokens
         if block.prompt_tokens is not None:
             self._anchor = (self._request_start + 1, block.prompt_tokens + draft.tokens)
+
+    def _on_call(self, event: ToolCallParsed) -> None:
+        draft = self._open()
+        draft.calls.append((event.call, event.error is None))
+        if event.error is not None:  # well-formed calls go in `tool_calls`; this one stays as written
+            draft.content.append(event.markup)
 
     def flush(self) -> None:
         """Turn the draft into an assistant message and its tool messages."""
@@ -166,7 +175,7 @@ class Conversation:
 
 
 def _render(draft: _Draft) -> list[dict[str, Any]]:
-    message: dict[str, Any] = {"role": "assistant", "content": assistant_content(draft.text)}
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(draft.content).strip()}
     good = [c for c, ok in draft.calls if ok]
     if good:
         message["tool_calls"] = [
@@ -180,14 +189,6 @@ def _render(draft: _Draft) -> list[dict[str, Any]]:
 
 def summary_message(dropped: int, summary: str) -> dict[str, Any]:
     return {"role": "user", "content": SUMMARY_HEADER.format(n=dropped) + "\n\n" + summary}
-
-
-def assistant_content(raw: str) -> str:
-    """A reply's text as the model wrote it, minus well-formed call markup (those go in
-    `tool_calls`); malformed markup stays so the model sees what it got wrong."""
-    parts = split_text(raw)
-    return "".join(p if isinstance(p, str) else p.raw for p in parts
-                   if isinstance(p, str) or p.call is None).strip()
 
 
 def transcript(messages: list[dict[str, Any]], limit_tokens: int) -> str:
@@ -222,13 +223,14 @@ async def summarise(engine: Engine, messages: list[dict[str, Any]], max_tokens: 
          {"role": "user", "content": "Summarise this session so far:\n\n" + transcript(messages, room)}],
         max_tokens=max_tokens,
     )
-    parser, text = ToolCallParser(), ""
+    reply, text = ReplyReader(), ""
     try:
         async for block in engine.stream(request):
-            text += parser.feed(block.text)[0]
-        text += parser.finish()[0]
+            reply.add(block)
+        reply.end(max_tokens)
+        text = reply.text
     except EngineError:
-        text = ""
+        pass
     return text.strip() or digest(messages)
 
 

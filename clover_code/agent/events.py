@@ -1,6 +1,9 @@
 """Events the agent yields; every UI (TUI, headless, session log) consumes these.
 
 Plain frozen dataclasses so they serialize to the session log (`to_json`) and back.
+A model reply arrives as BlockCommitted (the engine's block: tokens, timing, raw text) followed
+by what the agent parsed from it, once, in the order written: TextDelta for the text a reader
+sees, ToolCallParsed for each call. UIs show TextDelta, never a block's raw text.
 """
 
 from __future__ import annotations
@@ -8,9 +11,18 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from clover_code.engine import Block, ToolCall
+from clover_code.engine import Block, EngineError, ToolCall
+from clover_code.tools import ToolKind
+
+ApprovalAnswer = Literal["yes", "always", "no"]
+# How a turn ended. "error": an ErrorEvent before it says what failed.
+TurnReason = Literal["done", "cancelled", "max_turns", "gave_up", "error"]
+# What failed: the engine (its message says what to check) or clover-code itself (a bug).
+# A tool's failure is never an error of the turn: it is a result the model reads.
+ErrorSource = Literal["engine", "internal"]
+TurnStats = dict[str, int | float | None]  # turns, tool_calls, tokens, blocks, forward_passes, ...
 
 
 @dataclass(frozen=True)
@@ -24,24 +36,34 @@ class BlockCommitted:
 
 
 @dataclass(frozen=True)
+class TextDelta:
+    """Reply text a reader sees: what the latest block added outside tool-call markup. A tag
+    cut by a block's end is held back until the next block says what it is; the reply's end
+    releases what is left."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class ToolCallParsed:
     call: ToolCall
     # Set when the model's markup was malformed or cut off: then `call.arguments` holds the
     # raw markup, `call.name` a best guess, and the call never runs.
     error: str | None = None
+    markup: str = ""  # the call as written in the reply's text; "" for a call a server sent structured
 
 
 @dataclass(frozen=True)
 class ApprovalNeeded:
     call: ToolCall
-    kind: str  # "edit" | "shell" | "git"
+    kind: ToolKind  # never "read": reads do not ask
     preview: str = ""  # a diff for edits, the command for shell
 
 
 @dataclass(frozen=True)
 class ApprovalAnswered:
     call: ToolCall
-    answer: str  # "yes" | "always" | "no"
+    answer: ApprovalAnswer
 
 
 @dataclass(frozen=True)
@@ -81,25 +103,31 @@ class Notice:
 @dataclass(frozen=True)
 class ErrorEvent:
     message: str
+    source: ErrorSource
     fatal: bool = False
+
+
+def error_source(exc: BaseException) -> ErrorSource:
+    """Who is to blame for `exc`: an EngineError is the engine's, anything else a bug of ours."""
+    return "engine" if isinstance(exc, EngineError) else "internal"
 
 
 @dataclass(frozen=True)
 class TurnFinished:
-    reason: str  # "done" | "cancelled" | "max_turns" | "gave_up" | "error"
+    reason: TurnReason
     text: str  # the final assistant text of the turn
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: TurnStats = field(default_factory=dict)
 
 
 Event = (
-    UserMessage | BlockCommitted | ToolCallParsed | ApprovalNeeded | ApprovalAnswered
+    UserMessage | BlockCommitted | TextDelta | ToolCallParsed | ApprovalNeeded | ApprovalAnswered
     | ToolStarted | ToolFinished | Compacted | Cleared | Notice | ErrorEvent | TurnFinished
 )
 
 EVENT_TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (
-        UserMessage, BlockCommitted, ToolCallParsed, ApprovalNeeded, ApprovalAnswered,
+        UserMessage, BlockCommitted, TextDelta, ToolCallParsed, ApprovalNeeded, ApprovalAnswered,
         ToolStarted, ToolFinished, Compacted, Cleared, Notice, ErrorEvent, TurnFinished,
     )
 }

@@ -20,11 +20,13 @@ from typing import Any, AsyncIterator, Callable
 from clover_code.agent.calls import CallRunner, failure_key
 from clover_code.agent.context import KEEP_FRACTION, SUMMARY_TOKENS, Conversation, summarise
 from clover_code.agent.events import (
-    BlockCommitted, Cleared, Compacted, ErrorEvent, Event, Notice, ToolFinished, TurnFinished, UserMessage,
+    BlockCommitted, Cleared, Compacted, ErrorEvent, Event, Notice, TextDelta, ToolFinished, TurnFinished, TurnStats,
+    UserMessage, error_source,
 )
 from clover_code.agent.permissions import Approver, Permissions
-from clover_code.engine import Block, ChatRequest, DenoiseStep, Engine, EngineError
-from clover_code.engine.toolcalls import ParsedCall, ToolCallParser, check_structured
+from clover_code.agent.reply import ReplyPart, ReplyReader
+from clover_code.engine import ChatRequest, DenoiseStep, Engine, EngineError
+from clover_code.engine.tally import BlockTally
 from clover_code.engine.window import ContextOverflow, no_room
 from clover_code.tools import Registry, ToolContext
 
@@ -44,20 +46,13 @@ class AgentSettings:
 class _Stats:
     def __init__(self) -> None:
         self.start = time.perf_counter()
-        self.turns = self.tool_calls = self.tokens = self.blocks = 0
-        self.passes: int | None = 0
-        self.prompt_tokens: int | None = None
+        self.turns = self.tool_calls = 0
+        self.blocks = BlockTally()
 
-    def add(self, block: Block) -> None:
-        self.blocks += 1
-        self.tokens += block.tokens
-        self.passes = None if self.passes is None or block.steps is None else self.passes + block.steps
-        self.prompt_tokens = block.prompt_tokens or self.prompt_tokens
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"turns": self.turns, "tool_calls": self.tool_calls, "tokens": self.tokens,
-                "blocks": self.blocks, "forward_passes": self.passes, "prompt_tokens": self.prompt_tokens,
-                "seconds": round(time.perf_counter() - self.start, 3)}
+    def as_dict(self) -> TurnStats:
+        return {"turns": self.turns, "tool_calls": self.tool_calls, "tokens": self.blocks.tokens,
+                "blocks": self.blocks.blocks, "forward_passes": self.blocks.forward_passes,
+                "prompt_tokens": self.blocks.prompt_tokens, "seconds": round(time.perf_counter() - self.start, 3)}
 
 
 _END = object()
@@ -119,12 +114,11 @@ class Agent:
         except asyncio.CancelledError:
             self._emit_last(TurnFinished("cancelled", "", stats.as_dict()))
             raise
-        except EngineError as exc:
-            error, text = str(exc), str(exc)
-        except Exception as exc:  # a bug must end the turn with a message, not hang a UI
-            error, text = f"internal error: {type(exc).__name__}: {exc}", str(exc)
-        self._emit_last(ErrorEvent(error, fatal=True))
-        return TurnFinished("error", text, stats.as_dict())
+        except Exception as exc:  # a bug too must end the turn with a message, not hang a UI
+            source = error_source(exc)
+            message = str(exc) if source == "engine" else f"internal error: {type(exc).__name__}: {exc}"
+            self._emit_last(ErrorEvent(message, source, fatal=True))
+            return TurnFinished("error", str(exc), stats.as_dict())
 
     async def _turns(self, task: str, stats: _Stats) -> TurnFinished:
         if self.ctx.checkpoints is not None:
@@ -155,33 +149,31 @@ class Agent:
         request = ChatRequest(self.conversation.request_messages(), tools, max_tokens=max_tokens,
                               temperature=self.settings.temperature, threshold=self.settings.threshold,
                               on_step=self._on_step)
-        parser, text, last = ToolCallParser(tools), "", None
+        reply = ReplyReader(tools)
         runner.reset()
         try:
             async with aclosing(self.engine.stream(request)) as blocks:
                 async for block in blocks:
                     self.emit(BlockCommitted(block))
-                    stats.add(block)
-                    shown, parsed = parser.feed(block.text)
-                    text += shown
-                    for p in parsed + [check_structured(c) for c in block.tool_calls]:
-                        runner.submit(p)
-                    last = block
-            shown, parsed = parser.finish()
-            text += shown
-            for p in parsed:  # a call the reply ended inside
-                if last is not None and last.finish == "length":
-                    p = ParsedCall(None, f"{p.error}: the reply reached max_tokens ({max_tokens}); "
-                                   "split the work into smaller calls", p.raw, p.name)
-                runner.submit(p)
-            if last is not None and last.finish == "length" and not runner.pending:
+                    stats.blocks.add(block)
+                    self._take(reply.add(block), runner)
+            self._take(reply.end(max_tokens), runner)
+            if reply.cut_off and not runner.pending:
                 self.emit(Notice(f"The reply was cut off at max_tokens ({max_tokens})."))
             results = await runner.results()
         except BaseException as exc:
             # Calls already started finish when the engine fails; on cancel they stop at once.
             await (runner.results() if isinstance(exc, EngineError) else runner.cancel())
             raise
-        return text.strip(), results
+        return reply.text.strip(), results
+
+    def _take(self, parts: list[ReplyPart], runner: CallRunner) -> None:
+        """Text to the UIs, each call to the runner (it starts at once), in the order written."""
+        for part in parts:
+            if isinstance(part, TextDelta):
+                self.emit(part)
+            else:
+                runner.submit(part.parsed, part.markup)
 
     async def _fitted_request(self, runner: CallRunner, stats: _Stats) -> tuple[str, list[ToolFinished]]:
         """One request sized to the window. A server that refuses it as too long has taught the

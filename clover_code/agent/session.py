@@ -20,6 +20,7 @@ from typing import Any
 
 from clover_code import jsonsafe
 from clover_code.agent.events import Event, from_json, to_json
+from clover_code.agent.old_logs import upgrade_events, upgrade_line
 from clover_code.agent.redact import Redactor
 
 SESSIONS_DIR = Path(".clover") / "sessions"
@@ -96,19 +97,21 @@ class SessionLog:
             self._file = None
 
     def events(self) -> list[Event]:
-        """Every event logged; a last line cut short by a crash is skipped."""
+        """Every event logged (a log of an earlier version read as this one's events); a last
+        line cut short by a crash is skipped."""
         lines = self._read().splitlines()
         out = []
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
-                out.append(from_json(jsonsafe.loads(line)))
+                data = jsonsafe.loads(line)
+                out.append(from_json(upgrade_line(data) if isinstance(data, dict) else data))
             except ValueError as exc:  # JSONDecodeError included: too deep, not JSON, not an event
                 if n == len(lines):
                     break  # the write a crash interrupted
                 raise SessionError(f"{self.path}:{n}: not a session event: {exc}") from None
-        return out
+        return upgrade_events(out)
 
     def _read(self) -> str:
         try:

@@ -7,7 +7,7 @@ cheap to import: no torch, no transformers, no httpx at module level.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any, AsyncIterator, Callable, Protocol, runtime_checkable
 
 from clover_code.tokens import estimate_tokens  # noqa: F401  (re-exported for engines)
@@ -36,13 +36,24 @@ class Block:
 
     text: str  # text this block adds (incrementally detokenized)
     tokens: int  # tokens committed
-    steps: int | None  # forward passes spent; None when a server does not say
-    at: float  # seconds since the request started
+    forward_passes: int | None = None  # model forward passes spent; None when a server does not say
+    seconds_since_start: float = 0.0  # when it committed, counted from the request's start
     ms: float | None = None  # wall time spent on this block
     index: int = 0  # block number within the request
     tool_calls: tuple[ToolCall, ...] = ()  # structured calls, when a server parsed them
-    finish: str | None = None  # "stop" | "length" | "tool_calls" | "cancelled" | None
+    # "stop" | "length" | "tool_calls" | "cancelled" | None; a server may send others, so a str
+    finish: str | None = None
     prompt_tokens: int | None = None  # set on the last block when known
+    # The names these had before issue 33, accepted by the constructor until every engine
+    # passes the new ones (embedded.py, chunk_fold.py); never stored. Read, they say None.
+    steps: InitVar[int | None] = None
+    at: InitVar[float | None] = None
+
+    def __post_init__(self, steps: int | None, at: float | None) -> None:
+        if steps is not None:
+            object.__setattr__(self, "forward_passes", steps)
+        if at is not None:
+            object.__setattr__(self, "seconds_since_start", at)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any, AsyncIterator, Callable
 
 from clover_code.engine import (CLOVER_CONTEXT_WINDOW, DEFAULT_THRESHOLD, Block, ChatRequest, DenoiseStep,
                                 EngineError, EngineInfo)
+from clover_code.engine.partial_tags import partial_tag_length
 
 Progress = Callable[[float, str], None]
 _DONE = object()
@@ -63,7 +64,7 @@ class StopStrings:
         if cuts:
             self.held = ""
             return text[: min(cuts)], True
-        keep = max((n for s in self.stops for n in range(1, len(s)) if text.endswith(s[:n])), default=0)
+        keep = partial_tag_length(text, self.stops)
         self.held = text[len(text) - keep:] if keep else ""
         return text[: len(text) - keep], False
 

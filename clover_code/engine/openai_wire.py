@@ -169,7 +169,7 @@ def usage_json(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
 
 def block_stats(block: Block) -> dict[str, Any]:
     ms = None if block.ms is None else round(block.ms, 3)
-    return {"block": block.index, "tokens": block.tokens, "forward_passes": block.steps, "ms": ms}
+    return {"block": block.index, "tokens": block.tokens, "forward_passes": block.forward_passes, "ms": ms}
 
 
 def chunk_json(cid: str, model: str, created: int, *, text: str, calls: list[dict[str, Any]],

@@ -104,8 +104,8 @@ class ScriptedEngine:
                 finish = "length" if budget <= 0 and at + len(chunk) < len(pieces) else (
                     "tool_calls" if calls else "stop")
             yield Block(
-                text="".join(chunk), tokens=len(chunk), steps=max(1, math.ceil(len(chunk) / self.tpf)),
-                at=time.perf_counter() - start, ms=(time.perf_counter() - t0) * 1000, index=index,
+                text="".join(chunk), tokens=len(chunk), forward_passes=max(1, math.ceil(len(chunk) / self.tpf)),
+                seconds_since_start=time.perf_counter() - start, ms=(time.perf_counter() - t0) * 1000, index=index,
                 tool_calls=calls if last else (), finish=finish,
                 prompt_tokens=self.count_tokens(request) if last else None,
             )

@@ -21,6 +21,7 @@ from typing import Any, Iterable
 
 from clover_code import jsonsafe
 from clover_code.engine import ToolCall
+from clover_code.engine.partial_tags import partial_tag_length
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 FORMAT_HINT = (
@@ -55,14 +56,6 @@ def _string_params(tools: Iterable[dict[str, Any]] | None) -> dict[str, set[str]
     return out
 
 
-def _held_prefix(text: str, tag: str) -> int:
-    """Length of the longest suffix of `text` that could be the start of `tag`."""
-    for n in range(min(len(tag) - 1, len(text)), 0, -1):
-        if tag.startswith(text[-n:]):
-            return n
-    return 0
-
-
 class ToolCallParser:
     def __init__(self, tools: Iterable[dict[str, Any]] | None = None):
         """`tools`: OpenAI function schemas; string parameters of the XML format then stay strings."""
@@ -84,7 +77,7 @@ class ToolCallParser:
             if not self._inside:
                 at = self._buf.find(OPEN)
                 if at < 0:
-                    keep = _held_prefix(self._buf, OPEN)
+                    keep = partial_tag_length(self._buf, (OPEN,))
                     visible, self._buf = self._buf[:len(self._buf) - keep], self._buf[len(self._buf) - keep:]
                     if visible:
                         out.append(visible)

@@ -15,6 +15,7 @@ import time
 from typing import TextIO
 
 from clover_code.engine import Block, ChatRequest, DenoiseStep, Engine, EngineError
+from clover_code.engine.tally import BlockTally
 from clover_code.settings import Settings
 from clover_code.ui.exit_codes import EXIT_ENGINE, EXIT_OK
 from clover_code.ui.launch import EngineBuilder
@@ -54,10 +55,10 @@ async def generate(engine: Engine, prompt: str, settings: Settings, *, show_step
                           temperature=settings.temperature, threshold=settings.threshold,
                           on_step=(lambda step: print(step_line(step), file=err, flush=True)) if show_steps else None)
     start = time.perf_counter()
-    blocks: list[Block] = []
+    generated = BlockTally()
     try:
         async for block in engine.stream(request):
-            blocks.append(block)
+            generated.add(block)
             text = f"{TINTS[block.index % 2]}{block.text}{TINTS[0]}" if tint else block.text
             print(text, end="", file=out, flush=True)
             if show_steps:
@@ -65,7 +66,7 @@ async def generate(engine: Engine, prompt: str, settings: Settings, *, show_step
     finally:
         await engine.aclose()
     print(file=out, flush=True)
-    print(totals(blocks, time.perf_counter() - start), file=err, flush=True)
+    print(totals(generated, time.perf_counter() - start), file=err, flush=True)
     return EXIT_OK
 
 
@@ -75,16 +76,15 @@ def step_line(step: DenoiseStep) -> str:
 
 
 def block_line(block: Block) -> str:
-    steps = "?" if block.steps is None else block.steps
+    passes = "?" if block.forward_passes is None else block.forward_passes
     ms = "" if block.ms is None else f", {block.ms:.0f} ms"
-    return f"[block {block.index}: {block.tokens} tokens, {steps} passes{ms}]"
+    return f"[block {block.index}: {block.tokens} tokens, {passes} passes{ms}]"
 
 
-def totals(blocks: list[Block], seconds: float) -> str:
-    tokens = sum(b.tokens for b in blocks)
-    finish = blocks[-1].finish if blocks else None
-    line = f"{tokens} tokens in {len(blocks)} blocks, {seconds:.2f} s, {tokens / max(seconds, 1e-9):.1f} tokens/s"
-    if blocks and all(b.steps is not None for b in blocks):
-        passes = sum(b.steps for b in blocks)
+def totals(generated: BlockTally, seconds: float) -> str:
+    tokens, passes = generated.tokens, generated.forward_passes
+    finish = generated.last.finish if generated.last else None
+    line = f"{tokens} tokens in {generated.blocks} blocks, {seconds:.2f} s, {tokens / max(seconds, 1e-9):.1f} tokens/s"
+    if generated.blocks and passes is not None:
         line += f", {passes} forward passes, TPF {tokens / max(passes, 1):.2f}"
     return line + (f" (finish: {finish})" if finish else "")

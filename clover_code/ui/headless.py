@@ -26,7 +26,10 @@ from typing import Any, TextIO
 from clover_code import jsonsafe
 from clover_code.agent import events as ev
 from clover_code.agent.redact import Redactor
-from clover_code.ui.exit_codes import EXIT_CODES, EXIT_ENGINE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from clover_code.engine.tally import BlockTally
+from clover_code.ui.exit_codes import (
+    EXIT_CODES, EXIT_ENGINE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ExitReason,
+)
 from clover_code.settings import Settings
 from clover_code.ui.launch import AgentBuilder
 from clover_code.ui.terminal_text import visible
@@ -78,55 +81,45 @@ class Tally:
     """What a run did, accumulated from its events."""
 
     started: float = field(default_factory=time.perf_counter)
-    requests: int = 0
-    blocks: int = 0
-    tokens: int = 0
-    forward_passes: int | None = 0  # None once any block does not say
-    prompt_tokens: int | None = None
+    generated: BlockTally = field(default_factory=BlockTally)
     tool_calls: int = 0
     tool_errors: int = 0
     errors: list[str] = field(default_factory=list)
-    engine_failed: bool = False  # a fatal error that is not the agent's own bug
+    engine_failed: bool = False  # a fatal error of the engine, not of clover-code itself
     finished: ev.TurnFinished | None = None
 
-    def add(self, event: Any) -> None:
+    def add(self, event: ev.Event) -> None:
         if isinstance(event, ev.BlockCommitted):
-            b = event.block
-            self.requests += b.index == 0
-            self.blocks += 1
-            self.tokens += b.tokens
-            self.forward_passes = None if b.steps is None or self.forward_passes is None else (
-                self.forward_passes + b.steps)
-            self.prompt_tokens = b.prompt_tokens if b.prompt_tokens is not None else self.prompt_tokens
+            self.generated.add(event.block)
         elif isinstance(event, ev.ToolFinished):
             self.tool_calls += 1
             self.tool_errors += not event.ok
         elif isinstance(event, ev.ErrorEvent):
             self.errors.append(event.message)
-            # The loop reports EngineError as a fatal ErrorEvent, its own bugs as "internal error: ...".
-            self.engine_failed |= event.fatal and not event.message.startswith("internal error")
+            self.engine_failed |= event.fatal and event.source == "engine"
         elif isinstance(event, ev.TurnFinished):
             self.finished = event
 
-    def result(self, exit_code: int, reason: str, extra: dict[str, Any]) -> dict[str, Any]:
+    def result(self, exit_code: int, reason: ExitReason, extra: dict[str, Any]) -> dict[str, Any]:
         seconds = time.perf_counter() - self.started
         stats = self.finished.stats if self.finished else {}
-        tpf = self.tokens / self.forward_passes if self.forward_passes else None
+        generated = self.generated
+        tpf = generated.tokens_per_pass
         return {
             "result": self.finished.text if self.finished else "",
             "exit_reason": reason,
             "exit_code": exit_code,
             "is_error": exit_code != EXIT_OK,
             "error": self.errors[-1] if self.errors else None,
-            "turns": stats.get("turns", self.requests),
+            "turns": stats.get("turns", generated.requests),
             "tool_calls": self.tool_calls,
             "tool_errors": self.tool_errors,
-            "tokens": self.tokens,
-            "prompt_tokens": self.prompt_tokens,
-            "blocks": self.blocks,
-            "forward_passes": self.forward_passes if self.blocks else None,
+            "tokens": generated.tokens,
+            "prompt_tokens": generated.prompt_tokens,
+            "blocks": generated.blocks,
+            "forward_passes": generated.forward_passes if generated.blocks else None,
             "tpf": round(tpf, 3) if tpf else None,
-            "tokens_per_s": round(self.tokens / seconds, 2) if seconds > 0 else None,
+            "tokens_per_s": round(generated.tokens / seconds, 2) if seconds > 0 else None,
             "seconds": round(seconds, 3),
             **extra,
         }
@@ -166,12 +159,9 @@ class Progress:
     """Human-readable progress: the model's visible text as it commits, one line per tool."""
 
     def __init__(self, err: TextIO, show_text: bool = True, redactor: Redactor | None = None):
-        from clover_code.engine.toolcalls import ToolCallParser
-
         self.err = err
         self.show_text = show_text
         self.redactor = redactor or Redactor()
-        self.visible = ToolCallParser()  # only to hide <tool_call> markup from the reader
         self.line_start = True
 
     def write(self, text: str) -> None:
@@ -184,13 +174,10 @@ class Progress:
     def line(self, text: str) -> None:
         self.write(("" if self.line_start else "\n") + text + "\n")
 
-    def __call__(self, event: Any) -> None:
-        if isinstance(event, ev.BlockCommitted):
+    def __call__(self, event: ev.Event) -> None:
+        if isinstance(event, ev.TextDelta):
             if self.show_text:
-                text, _ = self.visible.feed(event.block.text)
-                self.write(text)
-                if event.block.finish:
-                    self.write(self.visible.finish()[0])
+                self.write(event.text)
         elif isinstance(event, ev.ToolFinished):
             mark = "✓" if event.ok else "✗"
             why = "" if event.ok else ": " + failure_reason(event)
@@ -223,7 +210,7 @@ class Output:
         self.progress = Progress(err, show_text=fmt != "stream-json", redactor=self.redactor)
         self.tally = Tally()
 
-    def event(self, event: Any) -> None:
+    def event(self, event: ev.Event) -> None:
         self.tally.add(event)
         if self.fmt == "stream-json":
             self.emit(self.json_line(ev.to_json(event)))
@@ -243,9 +230,9 @@ class Output:
             os.dup2(devnull, self.out.fileno())  # so the interpreter's final flush stays quiet
             os.close(devnull)
 
-    def finish(self, exit_code: int, reason: str, extra: dict[str, Any]) -> int:
+    def finish(self, exit_code: int, reason: ExitReason, extra: dict[str, Any]) -> int:
         result = self.tally.result(exit_code, reason, extra)
-        if self.tally.blocks or self.tally.finished:
+        if self.tally.generated.blocks or self.tally.finished:
             self.progress.summary(result)
         if self.fmt == "text":
             if result["result"] and not _same_terminal(self.out, self.progress.err):
@@ -267,7 +254,7 @@ def _same_terminal(a: TextIO, b: TextIO) -> bool:
         return False
 
 
-def exit_for(tally: Tally, interrupted: bool) -> tuple[int, str]:
+def exit_for(tally: Tally, interrupted: bool) -> tuple[int, ExitReason]:
     finished = tally.finished
     if interrupted:
         return EXIT_INTERRUPTED, "cancelled"
@@ -275,10 +262,10 @@ def exit_for(tally: Tally, interrupted: bool) -> tuple[int, str]:
         return EXIT_FAILED, "error"
     if finished.reason == "error" and tally.engine_failed:
         return EXIT_ENGINE, "engine_error"
-    return EXIT_CODES.get(finished.reason, EXIT_FAILED), finished.reason
+    return EXIT_CODES[finished.reason], finished.reason  # every way a turn ends is a way a run ends
 
 
-async def drive(agent: Any, task: str, output: Output) -> tuple[int, str]:
+async def drive(agent: Any, task: str, output: Output) -> tuple[int, ExitReason]:
     """Run one task to its end; SIGINT/SIGTERM cancel it cleanly (a second Ctrl-C forces)."""
     loop = asyncio.get_running_loop()
     me = asyncio.current_task()
@@ -318,7 +305,7 @@ def catch_sigterm() -> None:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
-def _fail(output: Output, code: int, reason: str, message: str, extra: dict[str, Any]) -> int:
+def _fail(output: Output, code: int, reason: ExitReason, message: str, extra: dict[str, Any]) -> int:
     output.progress.line(f"clover-code: {message}")
     output.tally.errors.append(message)
     return output.finish(code, reason, extra)
@@ -328,7 +315,7 @@ def _fail(output: Output, code: int, reason: str, message: str, extra: dict[str,
 NO_RUN = {"session_id": None, "engine": None, "model": None, "context_window": None, "context_window_source": None}
 
 
-def early_exit(fmt: str, code: int, reason: str, message: str) -> int:
+def early_exit(fmt: str, code: int, reason: ExitReason, message: str) -> int:
     """The end of a run that never got to start (flags argparse rejects, an interrupt
     during start-up): the message, and the result object the output format promises."""
     return _fail(Output(fmt, sys.stdout, sys.stderr, Redactor.for_session()), code, reason, message, dict(NO_RUN))

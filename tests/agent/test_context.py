@@ -4,8 +4,10 @@ import asyncio
 
 from agent_helpers import call, collect
 
-from clover_code.agent.context import Conversation, SUMMARY_HEADER, assistant_content, digest
-from clover_code.agent.events import BlockCommitted, Compacted, ToolCallParsed, ToolFinished, UserMessage
+from clover_code.agent.context import Conversation, SUMMARY_HEADER, digest
+from clover_code.agent.events import (
+    BlockCommitted, Compacted, TextDelta, ToolCallParsed, ToolFinished, UserMessage,
+)
 from clover_code.engine import Block, ToolCall
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.tools import Registry, default_registry
@@ -71,10 +73,12 @@ def test_draft_becomes_messages_in_call_order_with_missing_results_marked():
     conv = Conversation("sys")
     conv.apply(UserMessage("go"))
     a, b = ToolCall("1", "read_file", '{"path": "a"}'), ToolCall("2", "glob", '{"pattern": "*"}')
-    conv.apply(BlockCommitted(Block('ok <tool_call>{"name": "read_file", "arguments": {"path": "a"}}'
-                                    '</tool_call>', 5, 1, 0.0)))
-    conv.apply(ToolCallParsed(a))
+    markup = '<tool_call>{"name": "read_file", "arguments": {"path": "a"}}</tool_call>'
+    conv.apply(BlockCommitted(Block("ok " + markup, 5, 1, 0.0)))
+    conv.apply(TextDelta("ok "))
+    conv.apply(ToolCallParsed(a, markup=markup))
     conv.apply(BlockCommitted(Block(" then", 1, 1, 0.0, index=1, tool_calls=(b,))))
+    conv.apply(TextDelta(" then"))
     conv.apply(ToolCallParsed(b))
     conv.apply(ToolFinished(b, True, "b.md", 0.0))
     messages = conv.request_messages()
@@ -84,9 +88,13 @@ def test_draft_becomes_messages_in_call_order_with_missing_results_marked():
     assert [(m["tool_call_id"], m["content"][:7]) for m in messages[3:]] == [("1", "(not ru"), ("2", "b.md")]
 
 
-def test_assistant_content_and_digest():
-    assert assistant_content('a <tool_call>{"name": "x", "arguments": {}}</tool_call> b <tool_call>{bad'
-                             ) == "a  b <tool_call>{bad"
+def test_reply_content_drops_well_formed_markup_and_keeps_malformed(make_agent):
+    agent = make_agent(['a <tool_call>{"name": "x", "arguments": {}}</tool_call> b <tool_call>{bad', "ok"])
+    asyncio.run(collect(agent, "go"))
+    assert agent.conversation.messages[1]["content"] == "a  b <tool_call>{bad"
+
+
+def test_digest():
     text = digest([{"role": "user", "content": "fix it"},
                    {"role": "assistant", "content": "", "tool_calls": [
                        {"id": "1", "function": {"name": "read_file", "arguments": "{}"}}]}])
@@ -109,6 +117,7 @@ def test_reading_messages_mid_reply_does_not_close_it():
     conv.apply(UserMessage("go"))
     call_a = ToolCall("1", "glob", '{"pattern": "*"}')
     conv.apply(BlockCommitted(Block("looking", 1, 1, 0.0)))
+    conv.apply(TextDelta("looking"))
     conv.apply(ToolCallParsed(call_a))
     assert conv.messages[-1]["content"].startswith("(not run")  # a UI peeking while the tool runs
     conv.apply(ToolFinished(call_a, True, "a.py", 0.0))

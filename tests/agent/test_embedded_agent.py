@@ -45,8 +45,8 @@ def test_tiny_checkpoint_drives_the_loop(ckpt, request, git_repo):
         assert isinstance(finished, TurnFinished) and finished.reason in ("done", "max_turns", "gave_up")
         assert not [e for e in events if isinstance(e, ErrorEvent)]
         blocks = [e.block for e in events if isinstance(e, BlockCommitted)]
-        assert blocks and all(b.steps and b.steps >= 1 for b in blocks)
-        assert finished.stats["forward_passes"] == sum(b.steps for b in blocks)
+        assert blocks and all(b.forward_passes and b.forward_passes >= 1 for b in blocks)
+        assert finished.stats["forward_passes"] == sum(b.forward_passes for b in blocks)
         assert finished.stats["tokens"] == sum(b.tokens for b in blocks) <= 48 * finished.stats["turns"]
     roles = [m["role"] for m in agent.conversation.messages]
     assert roles[:3] == ["user", "assistant", "tool"] and roles.count("user") == 3

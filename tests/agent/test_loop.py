@@ -169,7 +169,7 @@ def test_cancel_stops_a_running_shell_at_once(make_agent, git_repo):
 
 def test_no_errors_on_plain_answer(make_agent):
     events = asyncio.run(collect(make_agent(["Just an answer."]), "hi"))
-    assert kinds(events) == ["UserMessage", "BlockCommitted", "TurnFinished"]
+    assert kinds(events) == ["UserMessage", "BlockCommitted", "TextDelta", "TurnFinished"]
     assert events[-1].text == "Just an answer." and not any(isinstance(e, ErrorEvent) for e in events)
     assert json.dumps(events[-1].stats)
 

@@ -47,6 +47,6 @@ def test_stream_json_one_event_per_line(task_repo, clover):
     assert RESULT_KEYS <= events[-1].keys()
     assert types.count("ToolStarted") == types.count("ToolFinished") == events[-1]["tool_calls"] == 3
     first_block = next(e for e in events if e["type"] == "BlockCommitted")["block"]
-    assert {"text", "tokens", "steps", "at"} <= first_block.keys()
+    assert {"text", "tokens", "forward_passes", "seconds_since_start"} <= first_block.keys()
     # Blocks go to stdout as events, so stderr carries no model text.
     assert "Let me read the module" not in proc.stderr

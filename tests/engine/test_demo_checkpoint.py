@@ -32,7 +32,7 @@ def test_demo_checkpoint_decodes_in_parallel_and_calls_a_tool(tmp_path):
     assert folder is not None, "clover_code/models/clover-demo is missing"
     engine = EmbeddedEngine(folder)
     blocks = first_turn(engine, tmp_path)
-    tokens, passes = sum(b.tokens for b in blocks), sum(b.steps for b in blocks)
+    tokens, passes = sum(b.tokens for b in blocks), sum(b.forward_passes for b in blocks)
     assert tokens / passes > 1.0, (tokens, passes)
     calls = [p for p in split_text("".join(b.text for b in blocks)) if not isinstance(p, str)]
     assert calls and calls[0].call is not None, "".join(b.text for b in blocks)

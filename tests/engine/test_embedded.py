@@ -36,8 +36,8 @@ async def test_streams_blocks_with_stats_and_steps_on_the_loop_thread(engine):
     assert [b.index for b in blocks] == [0, 1, 2]
     assert blocks[-1].finish == "length" and blocks[-1].prompt_tokens == engine.count_tokens(chat("hello"))
     assert all(b.finish is None and b.prompt_tokens is None for b in blocks[:-1])
-    assert sum(b.steps for b in blocks) >= len(steps) >= 3
-    assert all(b.ms > 0 for b in blocks) and blocks[0].at <= blocks[-1].at
+    assert sum(b.forward_passes for b in blocks) >= len(steps) >= 3
+    assert all(b.ms > 0 for b in blocks) and blocks[0].seconds_since_start <= blocks[-1].seconds_since_start
     assert threads == {threading.get_ident()}
     assert steps[-1].resolved[:6] == (True,) * 6
     assert len("".join(b.text for b in blocks)) == 70  # the peaked head speaks printable ASCII

@@ -56,7 +56,7 @@ async def test_blocks_tool_calls_usage_and_extension():
         await eng.aclose()
     assert eng.info.model == "m1" and eng.info.context_window == 8192
     assert [b.text for b in blocks] == ["Hello", " world", ""]
-    assert blocks[0].steps == 3 and blocks[0].tokens == 32 and blocks[1].steps is None
+    assert blocks[0].forward_passes == 3 and blocks[0].tokens == 32 and blocks[1].forward_passes is None
     assert blocks[-1].finish == "tool_calls" and blocks[-1].prompt_tokens == 17
     (call,) = blocks[-1].tool_calls
     assert (call.id, call.name, json.loads(call.arguments)) == ("call_a", "read_file", {"path": "a.py"})

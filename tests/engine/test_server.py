@@ -110,7 +110,7 @@ async def test_remote_engine_gets_the_same_blocks_as_in_process():
     assert remote_engine.info.context_window == 131_072 and remote_engine.info.block_size == 8
 
     def key(b: Block):
-        return b.index, b.text, b.tokens, b.steps, b.finish, b.tool_calls, b.prompt_tokens
+        return b.index, b.text, b.tokens, b.forward_passes, b.finish, b.tool_calls, b.prompt_tokens
     assert [key(b) for b in remote] == [key(b) for b in local]
 
 

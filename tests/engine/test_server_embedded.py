@@ -25,7 +25,7 @@ TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "
 
 
 def block_key(b):
-    return b.index, b.text, b.tokens, b.steps, b.finish, b.tool_calls, b.prompt_tokens
+    return b.index, b.text, b.tokens, b.forward_passes, b.finish, b.tool_calls, b.prompt_tokens
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +105,7 @@ async def test_real_serve_process_with_an_api_key(tiny_attention_ckpt):
         proc.terminate()
         _, err = proc.communicate(timeout=20)
     assert engine.info.model == tiny_attention_ckpt.name
-    assert blocks and blocks[-1].finish in ("stop", "length") and all(b.steps for b in blocks)
+    assert blocks and blocks[-1].finish in ("stop", "length") and all(b.forward_passes for b in blocks)
     assert key not in err
 
 

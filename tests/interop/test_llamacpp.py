@@ -77,7 +77,7 @@ async def test_streams_a_reply(llama_server):
     await engine.aclose()
     assert engine.info.model  # the first of GET /v1/models
     assert len(blocks) > 1 and "".join(b.text for b in blocks).strip()
-    assert blocks[-1].finish in ("stop", "length") and all(b.steps is None for b in blocks)
+    assert blocks[-1].finish in ("stop", "length") and all(b.forward_passes is None for b in blocks)
     assert [b.index for b in blocks] == list(range(len(blocks)))
 
 
@@ -90,7 +90,7 @@ async def test_tool_call_round(llama_server):
     calls = first[-1].tool_calls
     assert calls and all(isinstance(c, ToolCall) for c in calls), [b.text for b in first]
     assert calls[0].name == "read_file" and first[-1].finish == "tool_calls"
-    assert first[-1].prompt_tokens and first[-1].steps is None
+    assert first[-1].prompt_tokens and first[-1].forward_passes is None
     args = json.loads(calls[0].arguments)  # real model output: any path, but a JSON object
     assert isinstance(args, dict)
     messages += [{"role": "assistant", "content": None, "tool_calls": calls},

@@ -125,7 +125,7 @@ def test_resume_of_a_log_holding_a_deep_call_does_not_hang(git_repo, tmp_path, c
     """The log as the run above wrote it before the fix: the reply's text holds the deep markup;
     replaying it parses that text again."""
     block = {"text": markup('{"name": "read_file", "arguments": ' + DEEP_ARGS + "}"), "tokens": 9,
-             "steps": 1, "at": 0.0, "index": 0, "finish": "stop"}
+             "forward_passes": 1, "seconds_since_start": 0.0, "index": 0, "finish": "stop"}
     write_log(git_repo, [START, json.dumps({"type": "BlockCommitted", "block": block}), END])
     proc, result = run_json(cli, git_repo, script(tmp_path / "r.jsonl", "resumed"), env, "--resume", timeout=20)
     assert proc.returncode == 0 and result["result"] == "resumed", proc.stderr[-2000:]

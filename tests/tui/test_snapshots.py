@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 
 from clover_code.agent.events import (
-    ApprovalNeeded, BlockCommitted, ToolCallParsed, ToolFinished, ToolStarted, TurnFinished, UserMessage,
+    ApprovalNeeded, BlockCommitted, TextDelta, ToolCallParsed, ToolFinished, ToolStarted, TurnFinished,
+    UserMessage,
 )
 from clover_code.engine import Block, DenoiseStep, ToolCall
 from clover_code.ui.tui.messages import ApprovalRequested
@@ -23,12 +24,14 @@ REPLY = ("The bug is in `add`: it **subtracts**.\n\n"
          "1. fix the operator\n2. run the tests\n\n```python\ndef add(a, b):\n    return a + b\n```\n")
 
 
-def blocks(text: str, size: int = 40, prompt: int = 4200, finish: str = "stop") -> list[BlockCommitted]:
+def blocks(text: str, size: int = 40, prompt: int = 4200, finish: str = "stop") -> list[BlockCommitted | TextDelta]:
+    """A reply without tool calls, as the agent emits it: each block, then the text it shows."""
     parts = [text[i:i + size] for i in range(0, len(text), size)]
-    return [BlockCommitted(Block(p, 12, 3, 0.05 * (i + 1), 48.0, i,
-                                 finish=finish if i == len(parts) - 1 else None,
-                                 prompt_tokens=prompt if i == len(parts) - 1 else None))
-            for i, p in enumerate(parts)]
+    return [event for i, p in enumerate(parts) for event in (
+        BlockCommitted(Block(p, 12, 3, 0.05 * (i + 1), 48.0, i,
+                             finish=finish if i == len(parts) - 1 else None,
+                             prompt_tokens=prompt if i == len(parts) - 1 else None)),
+        TextDelta(p))]
 
 
 SESSION = [

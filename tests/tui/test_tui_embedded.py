@@ -25,7 +25,7 @@ async def test_loading_progress_and_denoise_steps(repo, tiny_attention_ckpt):
         view = app.query_one(DenoiseView)
         assert view.last is not None and len(view.last.resolved) == app.agent.engine.info.block_size
         assert "resolved" in str(view.render())
-        assert app.stats.forward_passes > 0
+        assert app.stats.generated.forward_passes > 0
 
 
 async def test_model_command_loads_another_checkpoint_and_reports_a_bad_one(repo, tiny_attention_ckpt,
@@ -42,7 +42,7 @@ async def test_model_command_loads_another_checkpoint_and_reports_a_bad_one(repo
         assert app.status.info.model == str(tiny_hybrid_ckpt)
         await send(pilot, "hi")
         await idle(pilot)
-        assert app.stats.forward_passes > 0  # the new model decoded the reply
+        assert app.stats.generated.forward_passes > 0  # the new model decoded the reply
 
         app.run_command(f"/model {repo / 'no-such-model'}")
         await wait_for(pilot, lambda: app.status.info.state == "error", timeout=60)

@@ -27,7 +27,7 @@ async def decode_turn(engine, messages, tools, max_tokens: int) -> tuple[str, in
     async for block in engine.stream(ChatRequest(messages, tools, max_tokens=max_tokens)):
         text += block.text
         tokens += block.tokens
-        passes += block.steps or 0
+        passes += block.forward_passes or 0
     return text, tokens, passes
 
 

@@ -19,10 +19,12 @@ from textual.worker import Worker, WorkerState
 
 from clover_code.agent.events import (
     ApprovalAnswered, ApprovalNeeded, BlockCommitted, Compacted, ErrorEvent, Notice,
-    ToolCallParsed, ToolFinished, ToolStarted, TurnFinished, UserMessage,
+    TextDelta, ToolCallParsed, ToolFinished, ToolStarted, TurnFinished, UserMessage, error_source,
 )
-from clover_code.settings import Settings
-from clover_code.engine import DenoiseStep
+from clover_code.agent.session import SessionError
+from clover_code.engine import DenoiseStep, EngineError
+from clover_code.settings import ConfigError, Settings
+from clover_code.tools import ToolError
 from clover_code.ui.launch import AgentBuilder
 from clover_code.ui.terminal_text import visible
 from clover_code.ui.tui.messages import (
@@ -163,7 +165,7 @@ class CloverApp(App):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self.queue_event(ErrorEvent(describe_error(exc)))
+            self.queue_event(ErrorEvent(describe_error(exc), error_source(exc)))
             self.queue_event(TurnFinished("error", ""))
 
     def queue_event(self, event: Any) -> None:
@@ -202,24 +204,29 @@ class CloverApp(App):
         self.apply_events(events)
 
     def apply_events(self, events: list[Any], live: bool = True) -> None:
-        """Draw a batch of agent events; consecutive blocks become one write."""
+        """Draw a batch of agent events; the reply text of consecutive blocks becomes one write.
+        The text is the agent's parse of the reply (TextDelta): tool-call markup never reaches
+        the screen, however the blocks cut it."""
         text: list[str] = []
         view = self.view
-        for event in events:
-            if isinstance(event, BlockCommitted):
-                self.stats.add_block(event.block)
-                text.append(event.block.text)
-                if event.block.finish is not None:
-                    view.append_text("".join(text))
-                    text.clear()
-                    view.end_assistant()
-                continue
+
+        def write_text() -> None:
             if text:
                 view.append_text("".join(text))
                 text.clear()
-            self.apply_event(event, live)
-        if text:
-            view.append_text("".join(text))
+
+        for event in events:
+            if isinstance(event, TextDelta):
+                text.append(event.text)
+                continue
+            write_text()
+            if isinstance(event, BlockCommitted):
+                self.stats.add_block(event.block)
+                if event.block.index == 0:  # a new reply: the previous one's text is finished
+                    view.end_assistant()
+            else:
+                self.apply_event(event, live)
+        write_text()
         self._show_stats()
 
     def apply_event(self, event: Any, live: bool) -> None:
@@ -260,12 +267,13 @@ class CloverApp(App):
                 view.cancel_running()
 
     def _show_stats(self) -> None:
-        last = self.stats.last
+        generated = self.stats.generated
+        last = generated.last
         changes: dict[str, Any] = dict(context_used=self.stats.context_used,
-                                       session_tokens=self.stats.tokens,
-                                       session_seconds=self.stats.seconds)
+                                       session_tokens=generated.tokens,
+                                       session_seconds=generated.generation_seconds)
         if last is not None:
-            changes.update(block_tokens=last.tokens, block_steps=last.steps, block_ms=last.ms)
+            changes.update(block_tokens=last.tokens, block_forward_passes=last.forward_passes, block_ms=last.ms)
         info = getattr(getattr(self.agent, "engine", None), "info", None)
         if info is not None:  # a server's window is learned with its first request
             changes.update(model=info.model, context_window=info.context_window, context_source=info.context_source)
@@ -354,12 +362,15 @@ class CloverApp(App):
         return paths
 
 
+# Errors whose message says what to do (a checkpoint's is a ToolError): shown as they are.
+ACTIONABLE_ERRORS = (EngineError, ConfigError, ToolError, SessionError)
+
+
 def describe_error(exc: BaseException) -> str:
     """One line a user can act on, without a traceback."""
-    name = type(exc).__name__
-    if name in ("EngineError", "ConfigError", "ToolError", "SessionError", "CheckpointError"):
+    if isinstance(exc, ACTIONABLE_ERRORS):
         return str(exc)
-    return f"{name}: {exc} (see the session log in .clover/sessions for details)"
+    return f"{type(exc).__name__}: {exc} (see the session log in .clover/sessions for details)"
 
 
 def _factory_of(build_agent: AgentBuilder, settings: Settings, cwd: Path, app_ref: list) -> AgentFactory:

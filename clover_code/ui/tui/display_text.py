@@ -1,50 +1,16 @@
-"""Turning streamed model text into what the conversation shows.
+"""Splitting the conversation's growing Markdown text.
 
-- `ToolMarkupFilter` hides `<tool_call>...</tool_call>` spans (tool calls get their own
-  cards), also when a tag is split across blocks.
-- `safe_cut` finds where a growing Markdown text can be split into two documents that
-  render like the whole: a blank line outside code fences, not inside a list or quote.
+`safe_cut` finds where a growing Markdown text can be split into two documents that
+render like the whole: a blank line outside code fences, not inside a list or quote.
+(The text comes without tool-call markup: the agent parsed it out, see agent/reply.py.)
 """
 
 from __future__ import annotations
 
 import re
 
-OPEN, CLOSE = "<tool_call>", "</tool_call>"
 _CONTINUES = re.compile(r"^([ \t]|[-*+] |\d+[.)] |\||>)")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
-
-
-class ToolMarkupFilter:
-    def __init__(self) -> None:
-        self._inside = False
-        self._held = ""  # a possible partial tag at the end of the last chunk
-
-    def feed(self, text: str) -> str:
-        text, self._held = self._held + text, ""
-        out: list[str] = []
-        while text:
-            tag = CLOSE if self._inside else OPEN
-            at = text.find(tag)
-            if at < 0:
-                keep = _partial_suffix(text, tag)
-                if not self._inside:
-                    out.append(text[: len(text) - keep])
-                self._held = text[len(text) - keep:] if keep else ""
-                break
-            if not self._inside:
-                out.append(text[:at])
-            text = text[at + len(tag):]
-            self._inside = not self._inside
-        return "".join(out)
-
-
-def _partial_suffix(text: str, tag: str) -> int:
-    """Length of the longest suffix of `text` that is a proper prefix of `tag`."""
-    for n in range(min(len(tag) - 1, len(text)), 0, -1):
-        if text.endswith(tag[:n]):
-            return n
-    return 0
 
 
 def safe_cut(text: str, min_len: int) -> int | None:

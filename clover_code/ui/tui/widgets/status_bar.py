@@ -25,7 +25,7 @@ class StatusInfo:
     context_window: int = 131_072
     context_source: str = "engine"  # EngineInfo.context_source: ASSUMED until a server says
     block_tokens: int | None = None
-    block_steps: int | None = None
+    block_forward_passes: int | None = None
     block_ms: float | None = None
     session_tokens: int = 0
     session_seconds: float = 0.0
@@ -57,8 +57,8 @@ def render_status(info: StatusInfo) -> Text:
     if info.block_tokens is not None:
         text.append(" │ block ")
         text.append(f"{info.block_tokens} tok", style="bold")
-        if info.block_steps:
-            text.append(f" · {info.block_steps} passes · {info.block_tokens / info.block_steps:.1f} tok/pass")
+        if passes := info.block_forward_passes:
+            text.append(f" · {passes} passes · {info.block_tokens / passes:.1f} tok/pass")
         if info.block_ms is not None:
             text.append(f" · {info.block_ms:.0f} ms")
     if info.session_seconds > 0:
