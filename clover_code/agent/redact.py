@@ -2,7 +2,7 @@
 
 The secrets are values known at session start: the configured api_key and the values of
 environment variables named like secrets (the names the sandbox keeps from the shell,
-clover_code.tools.policy.SECRET_NAME_PARTS). Each string about to be written has every
+clover_code.tools.policy.is_secret_name). Each string about to be written has every
 occurrence of one replaced with `[redacted]`, before it is serialized, so the JSON around
 it stays valid. A secret the model spells out across two streamed blocks is not caught:
 the sandbox keeping secrets from the model is the first line; this is the second.
@@ -14,22 +14,17 @@ import json
 import os
 from typing import Any, Iterable, Mapping
 
-from clover_code.tools.policy import SECRET_NAME_PARTS
+from clover_code.tools.policy import is_secret_name
 
 REDACTED = "[redacted]"
 MIN_ENV_SECRET = 8  # shorter values of secret-named variables ("true", "1") are not secret text
 MIN_SECRET = 4  # an explicitly given secret (the api key) shorter than this would hit ordinary text
 
 
-def secret_name(name: str) -> bool:
-    upper = name.upper()
-    return any(part in upper for part in SECRET_NAME_PARTS)
-
-
 def environment_secrets(env: Mapping[str, str] | None = None) -> list[str]:
     """Values of secret-named environment variables long enough to be secrets."""
     env = os.environ if env is None else env
-    return [value for name, value in env.items() if secret_name(name) and len(value) >= MIN_ENV_SECRET]
+    return [value for name, value in env.items() if is_secret_name(name) and len(value) >= MIN_ENV_SECRET]
 
 
 class Redactor:
