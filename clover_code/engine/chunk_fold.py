@@ -121,7 +121,13 @@ class ChunkFold:
             fn = tc.get("function") or {}
             self.calls[n] = {"id": tc.get("id") or "", "name": fn.get("name") or "",
                              "arguments": fn.get("arguments") or ""}
-        self.chunk({"usage": data.get("usage"), "choices": []})
-        block = self._block(message.get("content") or "", {}, choice.get("finish_reason") or "stop")
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        self.chunk({"usage": usage or None, "choices": []})
+        text = message.get("content") or ""
+        # The server's own count of the reply, tool calls included; else an estimate of both.
+        counted = usage.get("completion_tokens")
+        tokens = counted if isinstance(counted, int) and counted >= 0 else estimate_tokens(
+            text + "".join(c["name"] + c["arguments"] for c in self.calls.values()))
+        block = self._block(text, {"tokens": tokens}, choice.get("finish_reason") or "stop")
         self.finished = True
         return self._emit(self._with_usage(block))
