@@ -44,7 +44,7 @@ def main_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="clover-code",
         description="A terminal coding assistant on the Clover block-diffusion LM. "
-        "Without --task it opens the TUI. Subcommands: doctor, generate, serve "
+        "Without --task it opens the TUI. Subcommands: doctor, eval, generate, serve "
         "(`clover-code serve --help`).",
     )
     p.add_argument("--version", action="version", version=f"clover-code {__version__}")
@@ -98,6 +98,27 @@ def doctor_parser() -> argparse.ArgumentParser:
     return p
 
 
+def eval_parser() -> argparse.ArgumentParser:
+    p = Parser(prog="clover-code eval",
+               description="Run the agent headless on task folders (sandbox/ tasks, Exercism exercises, "
+               "Harbor tasks), once per engine; check, compare, and write results.jsonl, report.md and a plot.")
+    p.add_argument("tasks", nargs="*", metavar="TASK", help="task folders, or folders of them (e.g. sandbox/*)")
+    p.add_argument("--engine", action="append", metavar="[NAME=]SPEC",
+                   help="embedded, embedded:DIR, URL[#MODEL], remote, scripted:FILE|DIR; repeat to compare")
+    p.add_argument("--price", action="append", metavar="NAME=IN,OUT",
+                   help="USD per million input and output tokens of an engine, for the cost estimate")
+    p.add_argument("--tries", type=int, help="tries per task; a second one sees the failing check (default 2)")
+    p.add_argument("--jobs", type=int, default=1, help="tasks at once (an embedded engine still runs one)")
+    p.add_argument("--out", help="results folder (default: a new one under ./clover-eval/)")
+    p.add_argument("--resume", action="store_true", help="go on with the run in --out, skipping what is done")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per try before it is failed (default 900)")
+    p.add_argument("--check-timeout", type=float, default=180.0, help="seconds per check (default 180)")
+    p.add_argument("--max-turns", type=int, help="model requests per try")
+    p.add_argument("--keep", action="store_true", help="keep each workspace (its path goes to the logs)")
+    p.add_argument("--no-sandbox", action="store_true", help="run the agent's commands and the checks unconfined")
+    return p
+
+
 def headless_request(argv: list[str]) -> tuple[bool, str]:
     """(whether this is a --task run, its output format), read before the full parse so that
     a run the parse or a signal stops still answers in the format asked for."""
@@ -113,7 +134,7 @@ def headless_request(argv: list[str]) -> tuple[bool, str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    subcommand = argv[:1] in (["generate"], ["serve"], ["doctor"])
+    subcommand = argv[:1] in (["generate"], ["serve"], ["doctor"], ["eval"])
     headless, fmt = (False, "text") if subcommand else headless_request(argv)
     if headless:  # a CI runner's SIGTERM during start-up: exit 130 with the result, like Ctrl-C
         import signal
@@ -138,6 +159,8 @@ def _dispatch(argv: list[str]) -> int:
         return modes.run_generate(generate_parser().parse_args(argv[1:]))
     if argv[:1] == ["doctor"]:
         return modes.run_doctor(doctor_parser().parse_args(argv[1:]))
+    if argv[:1] == ["eval"]:
+        return modes.run_eval(eval_parser().parse_args(argv[1:]))
     if argv[:1] == ["serve"]:
         return modes.run_serve(serve_parser().parse_args(argv[1:]))
     args = main_parser().parse_args(argv)

@@ -54,6 +54,12 @@ def run_doctor(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def run_eval(args: argparse.Namespace) -> int:
+    from clover_code.eval.main import run
+
+    return run(args)
+
+
 def run_serve(args: argparse.Namespace) -> int:
     from clover_code.wiring.serve import run_serve as serve
 

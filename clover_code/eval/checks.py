@@ -1,0 +1,98 @@
+"""A check command, run where the model's work is: sandboxed, with a time limit, output kept.
+
+Checks run the model's code, so they run in the same bubblewrap sandbox as the agent's own
+shell (no network, only the check's folder writable; `--no-sandbox` turns both off). Output
+is cleaned the way Aider cleans test output before showing it to the model again: timings
+removed (they differ run to run) and the scratch folder's path replaced by the task's name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from clover_code.tools import ToolError
+from clover_code.tools.policy import SandboxPolicy
+from clover_code.tools.sandbox import SHELL, command_env, confined_argv
+
+OUTPUT_LIMIT = 6000  # characters of check output kept (its end: where test runners summarize)
+TIMING = re.compile(r"\bin \d+(\.\d+)?s\b")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    passed: bool
+    output: str  # cleaned, the end of it: what the next try is shown
+    seconds: float
+    exit_code: int | None = None
+    timed_out: bool = False
+    reward: float | None = None  # a Harbor verifier's reward
+    error: str | None = None  # the check could not run at all (no sandbox, a missing file)
+
+
+@dataclass(frozen=True)
+class CheckRunner:
+    sandbox: bool = True
+    timeout: float = 180.0
+    policy: SandboxPolicy = SandboxPolicy()
+
+    def run(self, command: str, cwd: Path, *, writable: tuple[Path, ...] = (), names: dict[str, str] | None = None,
+            env: dict[str, str] | None = None) -> CheckResult:
+        """`bash -c command` in `cwd` (writable, with `writable`); `names`: paths to replace in the output."""
+        argv = [SHELL, "-c", command]
+        start = time.perf_counter()
+        try:
+            if self.sandbox:
+                argv = confined_argv(argv, cwd=cwd, writable=(cwd, *writable), read_only=(), policy=self.policy)
+        except ToolError as exc:
+            return CheckResult(False, "", 0.0, error=f"the check cannot run sandboxed: {exc}")
+        full_env = {**check_env(self.policy, self.sandbox), **(env or {})}
+        proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            raw, _ = proc.communicate(timeout=self.timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            _kill_group(proc.pid)
+            raw, _ = proc.communicate()
+            timed_out = True
+        seconds = time.perf_counter() - start
+        text = clean(raw.decode("utf-8", "replace"), {str(cwd): ".", **(names or {})})
+        if timed_out:
+            text += f"\n(the check was stopped after {self.timeout:g} s)"
+        return CheckResult(proc.returncode == 0 and not timed_out, text, round(seconds, 3),
+                           None if timed_out else proc.returncode, timed_out)
+
+
+def check_env(policy: SandboxPolicy, sandbox: bool) -> dict[str, str]:
+    """The sandboxed shell's environment, with this Python's folder first on PATH: a check's
+    `python -m pytest` is the interpreter clover-code runs in, as in the agent's own shell.
+    No bytecode or pytest cache is left behind in the folder checked."""
+    env = command_env(policy, sandbox)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTEST_ADDOPTS"] = (env.get("PYTEST_ADDOPTS", "") + " -p no:cacheprovider").strip()
+    return env
+
+
+def clean(text: str, names: dict[str, str]) -> str:
+    """Timings out, scratch paths named, only the end kept when long."""
+    for path, name in sorted(names.items(), key=lambda kv: -len(kv[0])):
+        text = text.replace(path, name)
+    text = TIMING.sub("", text).rstrip()
+    if len(text) > OUTPUT_LIMIT:
+        text = "[...]\n" + text[-OUTPUT_LIMIT:].split("\n", 1)[-1]
+    return text
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,62 @@
+"""sandbox/ tasks: `repo/` (the project as the model finds it) and `task.toml`:
+
+    title = "..."            # optional
+    family = "fix-bug"       # optional; groups tasks in the report (TPF per family)
+    prompt = "..."           # what the model is asked
+    check = "..."            # a shell command run in the repository afterwards; exit 0 = solved
+
+The workspace is a fresh git repository of repo/ (one commit). The check runs on a copy of
+it (history included), so whatever the check writes never reaches the model's next try.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+from pathlib import Path
+
+from clover_code.eval.checks import CheckResult, CheckRunner
+from clover_code.eval.tasks import Task, TaskError, copy_files, git_init
+
+
+class SandboxTask(Task):
+    format = "sandbox"
+
+    def __init__(self, source: Path, family: str, prompt: str, check: str, title: str | None):
+        super().__init__(source, family)
+        self._prompt, self.check_command, self.title = prompt, check, title
+
+    def prompt(self) -> str:
+        return self._prompt
+
+    def retry_prompt(self, failed: CheckResult) -> str:
+        return (f"{failed.output}\n\n####\n\nThe task is not done: its check failed (output above).\n"
+                f"The check was: {self.check_command.strip()}\n"
+                "Fix the work so that the check passes.")
+
+    def prepare(self, workspace: Path) -> None:
+        copy_files(self.source / "repo", workspace)
+        git_init(workspace)
+
+    def check(self, workspace: Path, scratch: Path, runner: CheckRunner) -> CheckResult:
+        copy = scratch / self.source.name
+        shutil.copytree(workspace, copy, symlinks=True, ignore=shutil.ignore_patterns(".clover"))
+        return runner.run(self.check_command, copy, names={str(copy): "."})
+
+
+def load_sandbox_task(folder: Path) -> SandboxTask:
+    try:
+        data = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TaskError(f"cannot read task.toml: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TaskError(f"task.toml is not valid TOML: {exc}") from None
+    missing = [key for key in ("prompt", "check") if not isinstance(data.get(key), str) or not data[key].strip()]
+    if missing:
+        raise TaskError(f"task.toml has no {' or '.join(missing)} (a sandbox task needs a prompt and a "
+                        "check command)")
+    if not (folder / "repo").is_dir():
+        raise TaskError("no repo/ folder (the project the model works on)")
+    family = data.get("family") if isinstance(data.get("family"), str) else "sandbox"
+    title = data.get("title") if isinstance(data.get("title"), str) else None
+    return SandboxTask(folder, family, data["prompt"].strip(), data["check"], title)
