@@ -22,7 +22,7 @@ class _Engine:
 class LiveView:
     engines: list[str]
     total: int  # units (task x engine) to run now
-    stream: TextIO = sys.stderr
+    stream: TextIO | None = None  # None: stderr
     tty: bool | None = None
     per: dict[str, _Engine] = field(default_factory=dict)
     running: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -30,6 +30,7 @@ class LiveView:
 
     def __post_init__(self) -> None:
         self.lock = threading.Lock()
+        self.stream = self.stream or sys.stderr
         self.per = {e: _Engine() for e in self.engines}
         if self.tty is None:
             self.tty = bool(getattr(self.stream, "isatty", lambda: False)())

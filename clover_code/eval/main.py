@@ -34,8 +34,15 @@ class EvalUsage(Exception):
     pass
 
 
-def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a CI cancel ends it like Ctrl-C
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # a CI cancel ends it like Ctrl-C
+    try:
+        return _run(args, out or sys.stdout, err or sys.stderr)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         store, engines, paths, tries, previous = _setup(args)
     except (EvalUsage, SpecError) as exc:
@@ -77,12 +84,12 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
 
 
 def write_report(store: ResultStore, engines: list[EngineSpec], tries: int, *, tasks_order: list[str],
-                 problems: list[Problem], err: TextIO = sys.stderr) -> str:
+                 problems: list[Problem], err: TextIO | None = None) -> str:
     """report.md and the plot from results.jsonl; returns the report's engine table for the terminal."""
     summary = summarize(store.latest(), engines, tries, tasks_order)
     why_not = plot(summary, store.out / PLOT_NAME)
     if why_not:
-        print(f"clover-code eval: no plot: {why_not}", file=err)
+        print(f"clover-code eval: no plot: {why_not}", file=err or sys.stderr)
     text = render(summary, store.read_run() or {}, problems, None if why_not else PLOT_NAME, why_not)
     (store.out / "report.md").write_text(text, encoding="utf-8")
     section = text.split("## Engines", 1)[-1].split("\n\n", 2)
