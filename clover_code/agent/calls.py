@@ -1,4 +1,4 @@
-"""Running the tool calls of one reply: checks, approval, checkpoint, the tool itself.
+"""Running the tool calls of one turn: bind, permission, approval, checkpoint, the tool itself.
 
 Calls run one after another in the order the model wrote them (an edit then the tests
 that check it), each as a task started the moment it is parsed. Every call ends in a
@@ -8,28 +8,29 @@ ToolFinished the model reads, whatever went wrong; only cancellation escapes.
 from __future__ import annotations
 
 import asyncio
-import inspect
-import json
 import time
-from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel
+from typing import Callable, Protocol
 
 from clover_code.agent.events import (
-    ApprovalAnswered, ApprovalNeeded, Notice, ToolCallParsed, ToolFinished, ToolStarted,
+    ApprovalAnswer, ApprovalAnswered, ApprovalNeeded, Event, Notice, ToolCallParsed, ToolFinished, ToolStarted,
 )
-from clover_code.agent.permissions import rule_for_always
+from clover_code.agent.permissions import Approver, Permissions, rule_for_always
 from clover_code.engine import ToolCall
 from clover_code.engine.toolcalls import FORMAT_HINT, ParsedCall, new_call_id
-from clover_code.tools import ToolError
-
-if TYPE_CHECKING:
-    from clover_code.agent.loop import Agent
+from clover_code.tools import BoundCall, Registry, ToolContext, ToolError, ToolKind
 
 DECLINED = ("The user declined this call; it did not run. Do not retry it unchanged: "
             "ask the user what they want, or take another approach.")
-ANSWERS = {"y": "yes", "yes": "yes", "a": "always", "always": "always"}
-CHECKPOINTED_KINDS = ("edit", "shell")
+ANSWERS: dict[str, ApprovalAnswer] = {"y": "yes", "yes": "yes", "a": "always", "always": "always"}
+CHECKPOINTED_KINDS: tuple[ToolKind, ...] = ("edit", "shell")
+
+
+class UndoPoint(Protocol):
+    """Where the work tree can be put back to (clover_code.tools.checkpoints.Checkpoints)."""
+
+    def ensure(self) -> None:
+        """Record the work tree before this turn's first change; ToolError when it cannot."""
+        ...
 
 
 def failure_key(result: ToolFinished) -> tuple[str, str] | None:
@@ -39,9 +40,13 @@ def failure_key(result: ToolFinished) -> tuple[str, str] | None:
 
 
 class CallRunner:
-    def __init__(self, agent: Agent, stats: Any):
-        self.agent, self.stats = agent, stats
-        self.checkpointed = False  # ensure() done this run
+    """One turn's calls. `emit` is the agent's: the log, the conversation, then the UI."""
+
+    def __init__(self, registry: Registry, ctx: ToolContext, permissions: Permissions, approver: Approver,
+                 emit: Callable[[Event], None], undo: UndoPoint | None = None) -> None:
+        self.registry, self.ctx, self.permissions = registry, ctx, permissions
+        self.approver, self.emit, self.undo = approver, emit, undo
+        self.checkpointed = False  # undo.ensure() done this turn
         self.reset()
 
     def reset(self) -> None:
@@ -54,8 +59,7 @@ class CallRunner:
     def submit(self, parsed: ParsedCall, markup: str = "") -> None:
         """`markup`: the call as written in the reply's text ("" for a structured call)."""
         call = parsed.call or ToolCall(new_call_id(), parsed.name or "invalid_tool_call", parsed.raw)
-        self.agent.emit(ToolCallParsed(call, parsed.error, markup))
-        self.stats.tool_calls += 1
+        self.emit(ToolCallParsed(call, parsed.error, markup))
         before = self.tasks[-1] if self.tasks else None
         self.tasks.append(asyncio.create_task(self._after(before, call, parsed.error)))
 
@@ -67,7 +71,8 @@ class CallRunner:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
 
-    async def _after(self, before: asyncio.Task | None, call: ToolCall, error: str | None) -> ToolFinished:
+    async def _after(self, before: asyncio.Task[ToolFinished] | None, call: ToolCall,
+                     error: str | None) -> ToolFinished:
         if before is not None:
             await asyncio.wait([before])  # order only; its outcome is its own
         try:
@@ -80,57 +85,58 @@ class CallRunner:
             return self._finish(call, False, f"{call.name} failed unexpectedly: {type(exc).__name__}: {exc}")
 
     async def _execute(self, call: ToolCall) -> ToolFinished:
-        agent = self.agent
-        args = agent.registry.validate(call.name, call.arguments)
-        if isinstance(args, str):
-            return self._finish(call, False, f"Error: {args}")
-        kind = agent.registry.kind(call.name) or "shell"
-        arguments = args.model_dump()
-        decision = agent.permissions.decide(call.name, kind, arguments)
-        if decision == "deny":
-            return self._finish(call, False, f"Not allowed: {call.name} is a {kind} tool and this session is "
-                                "read-only; only reading tools run. Tell the user what you would change.")
-        if decision == "ask":
-            try:
-                preview = await self._preview(call, args, kind)
-            except ToolError as exc:  # the call would fail anyway: no need to ask
-                return self._finish(call, False, str(exc))
-            answer = await self._ask(ApprovalNeeded(call, kind, preview))
-            if answer == "always":
-                rule = rule_for_always(kind, call.name, arguments, agent.permissions.root)
-                agent.permissions.add_rule(rule)
-                agent.emit(Notice(f"Allowed without asking from now on: {rule}"))
-            elif answer != "yes":
-                return self._finish(call, False, DECLINED)
-        if kind in CHECKPOINTED_KINDS and not self.checkpointed and agent.ctx.checkpoints is not None:
-            try:
-                await asyncio.to_thread(agent.ctx.checkpoints.ensure)
-            except ToolError as exc:  # no undo point: refuse the change rather than risk it
-                return self._finish(call, False, f"Not run: could not checkpoint the work tree for undo: {exc}")
-            self.checkpointed = True
-        agent.emit(ToolStarted(call))
+        bound = self.registry.bind(call.name, call.arguments, self.ctx)
+        if isinstance(bound, str):
+            return self._finish(call, False, f"Error: {bound}")
+        refusal = await self._permit(call, bound)
+        if refusal is None:
+            refusal = await self._checkpoint(bound.kind)
+        if refusal is not None:
+            return self._finish(call, False, refusal)
+        self.emit(ToolStarted(call))
         start = time.perf_counter()
-        result = await agent.registry.call(call.name, call.arguments, agent.ctx)
+        result = await bound.run()
         return self._finish(call, result.ok, result.output, time.perf_counter() - start, result.data)
 
-    async def _ask(self, request: ApprovalNeeded) -> str:
-        self.agent.emit(request)
-        answer = ANSWERS.get(str(await self.agent.approver(request)).strip().lower(), "no")
-        self.agent.emit(ApprovalAnswered(request.call, answer))
+    async def _permit(self, call: ToolCall, bound: BoundCall) -> str | None:
+        """None when the call may run; else what the model is told instead."""
+        kind, arguments = bound.kind, bound.arguments
+        decision = self.permissions.decide(call.name, kind, arguments)
+        if decision == "deny":
+            return (f"Not allowed: {call.name} is a {kind} tool and this session is read-only; "
+                    "only reading tools run. Tell the user what you would change.")
+        if decision == "allow":
+            return None
+        try:
+            preview = await bound.preview()
+        except ToolError as exc:  # the call would fail anyway: no need to ask
+            return str(exc)
+        answer = await self._ask(ApprovalNeeded(call, kind, preview))
+        if answer == "always":
+            rule = rule_for_always(kind, call.name, arguments, self.permissions.root)
+            self.permissions.add_rule(rule)
+            self.emit(Notice(f"Allowed without asking from now on: {rule}"))
+        return None if answer in ("yes", "always") else DECLINED
+
+    async def _checkpoint(self, kind: ToolKind) -> str | None:
+        """An undo point before the turn's first change; None when there is one (or no need)."""
+        if kind not in CHECKPOINTED_KINDS or self.checkpointed or self.undo is None:
+            return None
+        try:
+            await asyncio.to_thread(self.undo.ensure)
+        except ToolError as exc:  # no undo point: refuse the change rather than risk it
+            return f"Not run: could not checkpoint the work tree for undo: {exc}"
+        self.checkpointed = True
+        return None
+
+    async def _ask(self, request: ApprovalNeeded) -> ApprovalAnswer:
+        self.emit(request)
+        answer = ANSWERS.get(str(await self.approver(request)).strip().lower(), "no")
+        self.emit(ApprovalAnswered(request.call, answer))
         return answer
 
-    async def _preview(self, call: ToolCall, args: BaseModel, kind: str) -> str:
-        """What the user approves: the edit's diff, the command line, or the arguments."""
-        tool = self.agent.registry.tools[call.name]
-        if hasattr(tool, "preview"):
-            out = tool.preview(args, self.agent.ctx)
-            return await out if inspect.isawaitable(out) else str(out)
-        if kind == "shell" and isinstance(getattr(args, "command", None), str):
-            return args.command
-        return json.dumps(args.model_dump(), indent=2, ensure_ascii=False)
-
     def _finish(self, call: ToolCall, ok: bool, output: str, seconds: float = 0.0,
-                data: dict[str, Any] | None = None) -> ToolFinished:
+                data: dict[str, object] | None = None) -> ToolFinished:
         event = ToolFinished(call, ok, output, round(seconds, 4), data or {})
-        self.agent.emit(event)
+        self.emit(event)
         return event

@@ -138,7 +138,7 @@ def to_json(event: Event) -> dict[str, Any]:
     return {"type": type(event).__name__, **dataclasses.asdict(event)}
 
 
-def from_json(data: Any) -> Event:
+def from_json(data: object) -> Event:
     """The event `data` describes; ValueError when it is not one (unknown type, a field
     missing or of the wrong type), so a damaged or forged log cannot crash its reader."""
     if not isinstance(data, dict) or not isinstance(data.get("type"), str) or data["type"] not in EVENT_TYPES:

@@ -15,7 +15,7 @@ import asyncio
 import time
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncGenerator, Callable, Protocol
 
 from clover_code.agent.calls import CallRunner, failure_key
 from clover_code.agent.context import KEEP_FRACTION, SUMMARY_TOKENS, Conversation, summarise
@@ -58,9 +58,21 @@ class _Stats:
 _END = object()
 
 
+class EventLog(Protocol):
+    """Where every event goes first (clover_code.agent.session.SessionLog)."""
+
+    id: str
+
+    def append(self, event: Event) -> None: ...
+
+    def events(self) -> list[Event]: ...
+
+    def close(self) -> None: ...
+
+
 class Agent:
     def __init__(self, engine: Engine, registry: Registry, ctx: ToolContext, approver: Approver,
-                 settings: AgentSettings, session: Any = None, system_prompt: str | None = None,
+                 settings: AgentSettings, session: EventLog | None = None, system_prompt: str | None = None,
                  *, permissions: Permissions | None = None, conversation: Conversation | None = None):
         self.engine, self.registry, self.ctx, self.approver = engine, registry, ctx, approver
         self.settings, self.session = settings, session
@@ -88,7 +100,7 @@ class Agent:
             if self._sink is not None:
                 self._sink(event)
 
-    async def run(self, task: str) -> AsyncIterator[Event]:
+    async def run(self, task: str) -> AsyncGenerator[Event, None]:
         queue: asyncio.Queue = asyncio.Queue()
         self._sink = queue.put_nowait
         worker = asyncio.create_task(self._run(task))
@@ -124,7 +136,8 @@ class Agent:
         if self.ctx.checkpoints is not None:
             await asyncio.to_thread(self.ctx.checkpoints.begin_turn)
         self.emit(UserMessage(task))
-        runner = CallRunner(self, stats)
+        runner = CallRunner(self.registry, self.ctx, self.permissions, self.approver, self.emit,
+                            undo=self.ctx.checkpoints)
         streak: tuple[Any, int] = (None, 0)
         text = ""
         for _ in range(self.settings.max_turns):
@@ -156,8 +169,8 @@ class Agent:
                 async for block in blocks:
                     self.emit(BlockCommitted(block))
                     stats.blocks.add(block)
-                    self._take(reply.add(block), runner)
-            self._take(reply.end(max_tokens), runner)
+                    self._take(reply.add(block), runner, stats)
+            self._take(reply.end(max_tokens), runner, stats)
             if reply.cut_off and not runner.pending:
                 self.emit(Notice(f"The reply was cut off at max_tokens ({max_tokens})."))
             results = await runner.results()
@@ -167,12 +180,13 @@ class Agent:
             raise
         return reply.text.strip(), results
 
-    def _take(self, parts: list[ReplyPart], runner: CallRunner) -> None:
+    def _take(self, parts: list[ReplyPart], runner: CallRunner, stats: _Stats) -> None:
         """Text to the UIs, each call to the runner (it starts at once), in the order written."""
         for part in parts:
             if isinstance(part, TextDelta):
                 self.emit(part)
             else:
+                stats.tool_calls += 1
                 runner.submit(part.parsed, part.markup)
 
     async def _fitted_request(self, runner: CallRunner, stats: _Stats) -> tuple[str, list[ToolFinished]]:

@@ -69,7 +69,7 @@ class _ReplyText:
 
     def texts_left(self) -> list[Event]:
         """Text of the latest block whose calls were never logged (a crash)."""
-        texts = [TextDelta(s) for s in self.waiting if isinstance(s, str)]
+        texts: list[Event] = [TextDelta(s) for s in self.waiting if isinstance(s, str)]
         self.waiting.clear()
         return texts
 
@@ -83,8 +83,9 @@ class _ReplyText:
 
     def _texts_until_call(self) -> list[Event]:
         texts: list[Event] = []
-        while self.waiting and isinstance(self.waiting[0], str):
-            texts.append(TextDelta(self.waiting.popleft()))
+        while self.waiting and isinstance(text := self.waiting[0], str):
+            self.waiting.popleft()
+            texts.append(TextDelta(text))
         return texts
 
 

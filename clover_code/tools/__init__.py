@@ -3,15 +3,18 @@
 Each tool declares its arguments as a pydantic model: that model is the one source
 of its JSON schema and of argument validation. Description texts live in
 `prompts/tools/<name>.md` (installed as the package clover_code.prompts). The registry
-never raises past itself: every failure comes back as a ToolResult the model can read.
+validates a call once and hands back a BoundCall: its kind, what the user approves and how
+it runs. Nothing raises past them: every failure comes back as a ToolResult or a message
+the model can read.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, Awaitable, ClassVar, Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
@@ -20,6 +23,7 @@ from clover_code.tools.policy import SandboxPolicy
 
 # What a tool does, for permissions: reads are free in `ask` mode, the rest ask.
 ToolKind = Literal["read", "edit", "shell", "git"]
+TOOL_KINDS: tuple[ToolKind, ...] = get_args(ToolKind)
 
 
 @dataclass
@@ -39,6 +43,15 @@ class Tool(Protocol):
     Args: ClassVar[type[BaseModel]]
 
     async def run(self, args: BaseModel, ctx: "ToolContext") -> ToolResult: ...
+
+
+@runtime_checkable
+class Previewing(Protocol):
+    """A tool that can show what a call would do before it runs (an edit's diff)."""
+
+    def preview(self, args: BaseModel, ctx: "ToolContext") -> str | Awaitable[str]:
+        """ToolError when the call would fail anyway."""
+        ...
 
 
 @dataclass
@@ -70,6 +83,46 @@ def tool_schema(tool: Tool) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class BoundCall:
+    """A call whose arguments passed validation, bound to its tool and workspace."""
+
+    tool: Tool
+    args: BaseModel
+    ctx: ToolContext
+
+    @property
+    def kind(self) -> ToolKind:
+        kind = self.tool.kind
+        return kind if kind in TOOL_KINDS else "shell"  # a kind no one knows is treated as the riskiest
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        return self.args.model_dump()
+
+    async def preview(self) -> str:
+        """What the user approves: the edit's diff, the command line, or the arguments.
+        ToolError when the call would fail anyway."""
+        if isinstance(self.tool, Previewing):
+            out = self.tool.preview(self.args, self.ctx)
+            return await out if inspect.isawaitable(out) else str(out)
+        if self.kind == "shell" and isinstance(command := getattr(self.args, "command", None), str):
+            return command
+        return json.dumps(self.arguments, indent=2, ensure_ascii=False)
+
+    async def run(self) -> ToolResult:
+        """The tool's result; a failure of any kind is a result too (only cancellation escapes)."""
+        name = self.tool.name
+        try:
+            return await self.tool.run(self.args, self.ctx)
+        except ToolError as exc:
+            return ToolResult(False, str(exc))
+        except OSError as exc:
+            return ToolResult(False, f"{name} failed: {exc.strerror or exc}")
+        except Exception as exc:  # a bug in a tool must not end the session
+            return ToolResult(False, f"{name} failed unexpectedly: {type(exc).__name__}: {exc}")
+
+
 class Registry:
     def __init__(self, tools: list[Tool]):
         self.tools = {t.name: t for t in tools}
@@ -77,9 +130,10 @@ class Registry:
     def schemas(self) -> list[dict[str, Any]]:
         return [tool_schema(t) for t in self.tools.values()]
 
-    def kind(self, name: str) -> ToolKind | None:
-        tool = self.tools.get(name)
-        return tool.kind if tool else None
+    def bind(self, name: str, arguments: str | dict[str, Any], ctx: ToolContext) -> BoundCall | str:
+        """The call, validated, ready to check and run; or a message telling the model what was wrong."""
+        args = self.validate(name, arguments)
+        return args if isinstance(args, str) else BoundCall(self.tools[name], args, ctx)
 
     def validate(self, name: str, arguments: str | dict[str, Any]) -> BaseModel | str:
         """Parsed arguments, or a message telling the model what was wrong."""
@@ -102,17 +156,9 @@ class Registry:
             return f"invalid arguments for {name}: {problems}"
 
     async def call(self, name: str, arguments: str | dict[str, Any], ctx: ToolContext) -> ToolResult:
-        args = self.validate(name, arguments)
-        if isinstance(args, str):
-            return ToolResult(False, args)
-        try:
-            return await self.tools[name].run(args, ctx)
-        except ToolError as exc:
-            return ToolResult(False, str(exc))
-        except OSError as exc:
-            return ToolResult(False, f"{name} failed: {exc.strerror or exc}")
-        except Exception as exc:  # a bug in a tool must not end the session
-            return ToolResult(False, f"{name} failed unexpectedly: {type(exc).__name__}: {exc}")
+        """Bind and run in one go (a UI's own call, e.g. /commit); no permission is asked."""
+        bound = self.bind(name, arguments, ctx)
+        return ToolResult(False, bound) if isinstance(bound, str) else await bound.run()
 
 
 # Each tool family module exports TOOLS: list[Tool]. Imported on demand so that

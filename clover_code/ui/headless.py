@@ -21,11 +21,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from clover_code import jsonsafe
 from clover_code.agent import events as ev
 from clover_code.agent.redact import Redactor
+from clover_code.engine import EngineInfo, ToolCall
 from clover_code.engine.tally import BlockTally
 from clover_code.ui.exit_codes import (
     EXIT_CODES, EXIT_ENGINE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ExitReason,
@@ -33,6 +34,9 @@ from clover_code.ui.exit_codes import (
 from clover_code.settings import Settings
 from clover_code.ui.launch import AgentBuilder
 from clover_code.ui.terminal_text import visible
+
+if TYPE_CHECKING:
+    from clover_code.agent.loop import Agent
 
 
 
@@ -127,7 +131,7 @@ class Tally:
 
 # ---------------------------------------------------------------- progress on stderr
 
-def call_summary(call: Any, width: int = 80) -> str:
+def call_summary(call: ToolCall, width: int = 80) -> str:
     """`read_file numkit/stats.py`: the tool and its most telling argument."""
     try:
         args = jsonsafe.loads(call.arguments or "{}")
@@ -265,7 +269,7 @@ def exit_for(tally: Tally, interrupted: bool) -> tuple[int, ExitReason]:
     return EXIT_CODES[finished.reason], finished.reason  # every way a turn ends is a way a run ends
 
 
-async def drive(agent: Any, task: str, output: Output) -> tuple[int, ExitReason]:
+async def drive(agent: Agent, task: str, output: Output) -> tuple[int, ExitReason]:
     """Run one task to its end; SIGINT/SIGTERM cancel it cleanly (a second Ctrl-C forces)."""
     loop = asyncio.get_running_loop()
     me = asyncio.current_task()
@@ -343,7 +347,7 @@ def run(args: Any, settings: Settings, cwd: Path, build_agent: AgentBuilder) -> 
     return output.finish(code, reason, extra)
 
 
-def engine_facts(info: Any) -> dict[str, Any]:
+def engine_facts(info: EngineInfo) -> dict[str, Any]:
     """The model and the context window the run worked against, and where the window came from."""
     return {"model": info.model, "context_window": info.context_window,
             "context_window_source": info.context_source}
