@@ -44,6 +44,9 @@ class Block:
     # "stop" | "length" | "tool_calls" | "cancelled" | None; a server may send others, so a str
     finish: str | None = None
     prompt_tokens: int | None = None  # set on the last block when known
+    # of prompt_tokens, those served from the engine's prefix cache (the rest were encoded);
+    # set with prompt_tokens when the engine says (OpenAI usage: prompt_tokens_details.cached_tokens)
+    prompt_reused: int | None = None
     # The names these had before issue 33, accepted by the constructor until every engine
     # passes the new ones (embedded.py, chunk_fold.py); never stored. Read, they say None.
     steps: InitVar[int | None] = None

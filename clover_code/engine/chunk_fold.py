@@ -41,6 +41,7 @@ class ChunkFold:
         self.events = 0  # SSE events received
         self.emitted = 0
         self.prompt_tokens: int | None = None
+        self.prompt_reused: int | None = None  # usage.prompt_tokens_details.cached_tokens
 
     def _block(self, text: str, ext: dict, finish: str | None) -> Block:
         now = time.perf_counter()
@@ -70,6 +71,9 @@ class ChunkFold:
         usage = data.get("usage")
         if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
             self.prompt_tokens = usage["prompt_tokens"]
+            details = usage.get("prompt_tokens_details")
+            cached = details.get("cached_tokens") if isinstance(details, dict) else None
+            self.prompt_reused = cached if isinstance(cached, int) else None
         choices = data.get("choices") or [{}]
         choice = choices[0] if isinstance(choices[0], dict) else {}
         delta = choice.get("delta") or {}
@@ -99,7 +103,7 @@ class ChunkFold:
     def _with_usage(self, block: Block) -> Block:
         if self.prompt_tokens is None:
             return block
-        return dataclasses.replace(block, prompt_tokens=self.prompt_tokens)
+        return dataclasses.replace(block, prompt_tokens=self.prompt_tokens, prompt_reused=self.prompt_reused)
 
     def end(self, done: bool, url: str) -> list[Block]:
         if self.pending is not None:

@@ -101,8 +101,9 @@ class ModelDenoiser:
         self.state, keep = match.state, match.keep
         self.pool.trim(self.state)
         self.last_reuse = Reuse(keep, len(prompt) - keep, match.source)
-        if self.split is not None and keep and keep not in self.state.checkpoints.points:
-            self.state.checkpoints.add(keep, capture(self.state.cache), "turn")  # where this turn starts
+        points = self.state.checkpoints
+        if self.split is not None and keep and points.budget > 0 and keep not in points.points:
+            points.add(keep, capture(self.state.cache), "turn")  # where this turn starts
         self._turns = self._turn_points(prompt, keep)
         return torch.tensor(prompt[keep:], dtype=torch.long)
 

@@ -240,7 +240,8 @@ class EmbeddedEngine:
                     text += "" if hit else stopper.feed(detok.flush())[0] + stopper.flush()
                 yield Block(text=text, tokens=len(result.tokens), steps=result.steps,
                             at=time.perf_counter() - start, ms=result.ms, index=result.index, finish=finish,
-                            prompt_tokens=len(prompt) if finish else None)
+                            prompt_tokens=len(prompt) if finish else None,
+                            prompt_reused=self.last_reuse.reused if finish else None)
                 if finish or cancel.is_set():
                     return
         except Exception:

@@ -17,7 +17,7 @@ from typing import Callable
 
 from clover_code.engine.prefix_state import PrefixState, cut, fork, storage_bytes
 
-DEFAULT_PREFIX_CACHE_MB = 4096
+DEFAULT_PREFIX_CACHE_MB = 8192  # Clover on one GPU: a 32K-token conversation is ~0.7 GB of KV + its checkpoints
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,9 @@ def test_engine_retry_and_rewind_on_a_hybrid_resume_from_checkpoints(tiny_hybrid
         return ChatRequest([{"role": roles[i % 2], "content": t} for i, t in enumerate(turns)], max_tokens=40)
 
     async def text(request) -> str:
-        return "".join([b.text async for b in engine.stream(request)])
+        blocks = [b async for b in engine.stream(request)]
+        assert blocks[-1].prompt_reused == engine.last_reuse.reused  # the per-request figure UIs show
+        return "".join(b.text for b in blocks)
 
     async def run():
         first = await text(chat("list the files"))

@@ -48,7 +48,8 @@ async def test_blocks_tool_calls_usage_and_extension():
         {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '"a.py"}'}}]}}]},
         delta_chunk(" world"),
         delta_chunk("", "tool_calls"),
-        {"choices": [], "usage": {"prompt_tokens": 17, "completion_tokens": 5, "total_tokens": 22}},
+        {"choices": [], "usage": {"prompt_tokens": 17, "completion_tokens": 5, "total_tokens": 22,
+                                  "prompt_tokens_details": {"cached_tokens": 12}}},
         "[DONE]")
     async with RawServer([MODELS, Reply(parts=parts)]) as srv:
         eng = RemoteEngine(srv.url, api_key=KEY, backoff=0.01)
@@ -58,6 +59,7 @@ async def test_blocks_tool_calls_usage_and_extension():
     assert [b.text for b in blocks] == ["Hello", " world", ""]
     assert blocks[0].forward_passes == 3 and blocks[0].tokens == 32 and blocks[1].forward_passes is None
     assert blocks[-1].finish == "tool_calls" and blocks[-1].prompt_tokens == 17
+    assert blocks[-1].prompt_reused == 12  # the server's cached prompt tokens
     (call,) = blocks[-1].tool_calls
     assert (call.id, call.name, json.loads(call.arguments)) == ("call_a", "read_file", {"path": "a.py"})
     sent = srv.requests[1]
