@@ -90,3 +90,26 @@ def test_engine_follow_up_under_block_prefix_equals_a_cold_decode(tiny_attention
 
     warm, reused, cold = asyncio.run(run())
     assert reused > 0 and warm == cold
+
+
+@pytest.mark.parametrize("alignment", ["prompt", "absolute"])
+def test_demo_model_under_block_prefix_gives_the_same_follow_up_warm_and_cold(tmp_path, alignment):
+    # where the bug showed first on a trained model: a warm agent follow-up departed at token 3
+    from clover_code.models import demo_model
+    from clover_code.tools import default_registry
+
+    engine = EmbeddedEngine(block_prefix_folder(demo_model(), tmp_path / "demo", alignment))
+    tools = default_registry().schemas()
+    messages = [{"role": "user", "content": "Rename calc_total to order_total everywhere, then run the tests."}]
+
+    async def run():
+        first = "".join(await texts(engine, ChatRequest(messages, tools, max_tokens=96)))
+        follow_up = ChatRequest(messages + [{"role": "assistant", "content": first},
+                                            {"role": "user", "content": "Now commit."}], tools, max_tokens=96)
+        warm = await texts(engine, follow_up)
+        reused = engine.last_reuse.reused
+        await engine.aclose()
+        return warm, reused, await texts(engine, follow_up)
+
+    warm, reused, cold = asyncio.run(run())
+    assert reused > 0 and warm == cold
