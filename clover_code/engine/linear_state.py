@@ -9,6 +9,11 @@ the way), tokens `[keep, T)` run from the state at `keep` and are then forgotten
 is causal, so each piece is exactly the layer's own computation on those tokens; the
 attention layers and the MLPs still see the whole pass at once. That is how a hybrid
 commits block k and denoises block k+1 in ONE forward pass.
+
+Cost: a linear layer's own projections run once per piece, so their weights (about 1B of
+Clover's 35B) are read twice per fused pass instead of once; a chunked gated-delta kernel
+that hands back the state at the block boundary would read them once. On the 2-core CPU the
+split is about as dear as the pass it saves on a tiny model (tools/bench_engine.py, fusion).
 """
 
 from __future__ import annotations
