@@ -27,6 +27,7 @@ from clover_code.agent.permissions import Approver, Permissions
 from clover_code.agent.reply import ReplyPart, ReplyReader
 from clover_code.engine import ChatRequest, DenoiseStep, Engine, EngineError
 from clover_code.engine.tally import BlockTally
+from clover_code.settings import ApprovalMode
 from clover_code.engine.window import ContextOverflow, no_room
 from clover_code.tools import Registry, ToolContext
 
@@ -39,7 +40,7 @@ class AgentSettings:
     max_tokens: int = 4096
     temperature: float = 0.0
     threshold: float | None = None
-    approval: str = "ask"  # read-only | ask | auto-edit | full-auto
+    approval: ApprovalMode = "ask"
     repeat_limit: int = 3  # the same failing call this many times in a row ends the turn
 
 

@@ -26,14 +26,14 @@ import shlex
 from typing import Any, Literal, Protocol
 
 from clover_code.agent.events import ApprovalNeeded
-from clover_code.settings import APPROVAL_MODES
+from clover_code.settings import APPROVAL_MODES, ApprovalMode
 from clover_code.tools import ToolError, ToolKind
 from clover_code.tools.patch import patch_paths
 
 Decision = Literal["allow", "ask", "deny"]
 
 # Per mode, what happens to each tool kind when no allow rule matches.
-_MODE_TABLE: dict[str, dict[ToolKind, Decision]] = {
+_MODE_TABLE: dict[ApprovalMode, dict[ToolKind, Decision]] = {
     "read-only": {"read": "allow", "edit": "deny", "shell": "deny", "git": "deny"},
     "ask": {"read": "allow", "edit": "ask", "shell": "ask", "git": "ask"},
     "auto-edit": {"read": "allow", "edit": "allow", "shell": "ask", "git": "ask"},
@@ -123,11 +123,11 @@ def rule_for_always(kind: ToolKind, name: str, arguments: dict[str, Any], root: 
 
 
 class Permissions:
-    def __init__(self, mode: str = "ask", rules: list[str] | None = None, root: str | None = None):
+    def __init__(self, mode: ApprovalMode = "ask", rules: list[str] | None = None, root: str | None = None):
         """`root`: the workspace root, so absolute paths inside it match relative rules."""
         if mode not in _MODE_TABLE:
             raise ValueError(f"approval mode {mode!r} is not one of {', '.join(APPROVAL_MODES)}")
-        self.mode = mode
+        self.mode: ApprovalMode = mode
         self.root = str(root) if root else None
         self.rules: list[str] = []
         for rule in rules or ():

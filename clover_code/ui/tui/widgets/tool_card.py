@@ -8,7 +8,7 @@ controls) and is never read as markup (the title is Content, not a markup string
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Group
 from rich.syntax import Syntax
@@ -22,7 +22,8 @@ from clover_code.ui.terminal_text import visible
 
 MAX_OUTPUT_LINES = 60
 _KEY_ARGS = ("path", "command", "pattern", "message", "query", "file")
-_STATUS = {
+CardStatus = Literal["parsed", "approval", "running", "ok", "failed", "denied", "cancelled"]
+_STATUS: dict[CardStatus, tuple[str, str]] = {
     "parsed": ("…", "dim"), "approval": ("? waiting for approval", "yellow"),
     "running": ("⟳ running", "cyan"), "ok": ("✓", "green"), "failed": ("✗", "red"),
     "denied": ("✗ denied", "red"), "cancelled": ("■ cancelled", "yellow"),
@@ -67,7 +68,7 @@ class ToolCard(Collapsible):
 
     def __init__(self, call: ToolCall) -> None:
         self.call = call
-        self.status = "parsed"
+        self.status: CardStatus = "parsed"
         self.seconds: float | None = None
         self._body = Static(self._arguments_view(), classes="tool-body")
         super().__init__(self._body, title=self._heading(), collapsed=True)
@@ -85,7 +86,7 @@ class ToolCard(Collapsible):
         body = json.dumps(args, indent=2, ensure_ascii=False)
         return Text(visible(clip_lines(body, 30)), style="dim")
 
-    def set_status(self, status: str, seconds: float | None = None) -> None:
+    def set_status(self, status: CardStatus, seconds: float | None = None) -> None:
         self.status = status
         if seconds is not None:
             self.seconds = seconds
