@@ -139,7 +139,7 @@ def measure_kind(kind: str, folders: dict[str, Path]) -> dict:
         fused_ms[str(prefix)] = round(median_time(lambda: den.denoise(mask_block, clean)) * 1000, 2)
 
     # Same model, one token per forward: a threshold above 1 never passes, so each step commits its top-1.
-    prompt = torch.tensor(engine._render(request))
+    prompt = torch.tensor(engine.template.encode(request))
 
     def decode(threshold: float, tokens: int = 96):
         den.reset()
@@ -223,7 +223,7 @@ def measure_demo() -> dict:
     engine = EmbeddedEngine(demo_model())
     den, tools = engine.denoiser, default_registry().schemas()
     sessions = [generate(20_000_000 + i, family) for i, family in enumerate(sorted(FAMILIES))]
-    prompts = [torch.tensor(engine._render(ChatRequest(s["messages"][:i], tools)))
+    prompts = [torch.tensor(engine.template.encode(ChatRequest(s["messages"][:i], tools)))
                for s in sessions if s for i, m in enumerate(s["messages"]) if m["role"] == "assistant"]
 
     def decode_all(threshold: float) -> tuple[int, int, float]:

@@ -51,7 +51,7 @@ def fusion(folder) -> dict:
     den = engine.denoiser
     import torch
 
-    prompt = torch.tensor(engine._render(chat([{"role": "user", "content": "Write a CSV parser in Python."}])))
+    prompt = torch.tensor(engine.template.encode(chat([{"role": "user", "content": "Write a CSV parser in Python."}])))
     opts = DecodeOptions(mask_id=den.props.mask_token_id, stop_ids=engine.stop_ids, max_tokens=256)
     figures = {}
     for fuse in (True, False) * (RUNS + 1):

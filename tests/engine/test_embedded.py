@@ -7,7 +7,9 @@ import threading
 import pytest
 
 from clover_code.engine import ChatRequest, EngineError
-from clover_code.engine.embedded import Detokenizer, EmbeddedEngine, StopStrings
+from clover_code.engine.detokenizer import Detokenizer
+from clover_code.engine.embedded import EmbeddedEngine
+from clover_code.engine.stop_strings import StopStrings
 
 
 @pytest.fixture(scope="module", params=["attention", "hybrid"])
@@ -70,8 +72,8 @@ async def test_cancel_stops_within_one_step(engine):
         await stream.__anext__()
         await stream.aclose()
         at_close = len(calls)
-        await asyncio.to_thread(engine._lock.acquire)  # the worker has wound down
-        engine._lock.release()
+        await asyncio.to_thread(engine.bridge.lock.acquire)  # the worker has wound down
+        engine.bridge.lock.release()
         assert len(calls) - at_close <= 1
     finally:
         del engine.denoiser.denoise
@@ -86,8 +88,8 @@ def test_a_decode_whose_event_loop_closed_stops_without_a_thread_error(tiny_atte
     stream = engine.stream(chat("go on", max_tokens=2000))
     loop.run_until_complete(stream.__anext__())
     loop.close()
-    assert engine._lock.acquire(timeout=60)  # the worker has wound down
-    engine._lock.release()
+    assert engine.bridge.lock.acquire(timeout=60)  # the worker has wound down
+    engine.bridge.lock.release()
     assert errors == []
     asyncio.run(stream.aclose())
 
@@ -98,7 +100,7 @@ async def test_tools_are_rendered_with_the_chat_template(engine):
     plain = engine.count_tokens(chat("hi"))
     with_tools = engine.count_tokens(chat("hi", tools=[tool]))
     assert with_tools - plain > len(json.dumps(tool))
-    text = engine.tokenizer.decode(engine._render(chat("hi", tools=[tool])))
+    text = engine.tokenizer.decode(engine.template.encode(chat("hi", tools=[tool])))
     assert "<tool_call>" in text and '"name": "read_file"' in text
 
 
