@@ -108,12 +108,14 @@ def eval_parser() -> argparse.ArgumentParser:
     p.add_argument("--price", action="append", metavar="NAME=IN,OUT",
                    help="USD per million input and output tokens of an engine, for the cost estimate")
     p.add_argument("--tries", type=int, help="tries per task; a second one sees the failing check (default 2)")
-    p.add_argument("--jobs", type=int, default=1, help="tasks at once (an embedded engine still runs one)")
+    p.add_argument("--jobs", type=int, help="tasks at once (default 1; an embedded engine still runs one)")
     p.add_argument("--out", help="results folder (default: a new one under ./clover-eval/)")
-    p.add_argument("--resume", action="store_true", help="go on with the run in --out, skipping what is done")
-    p.add_argument("--timeout", type=float, default=900.0, help="seconds per try before it is failed (default 900)")
-    p.add_argument("--check-timeout", type=float, default=180.0, help="seconds per check (default 180)")
+    p.add_argument("--resume", action="store_true",
+                   help="go on with the run in --out, skipping what is done (its flags unless given again)")
+    p.add_argument("--timeout", type=float, help="seconds per try before it is failed (default 900)")
+    p.add_argument("--check-timeout", type=float, help="seconds per check (default 180)")
     p.add_argument("--max-turns", type=int, help="model requests per try")
+    p.add_argument("--max-tokens", type=int, help="tokens per reply")
     p.add_argument("--keep", action="store_true", help="keep each workspace (its path goes to the logs)")
     p.add_argument("--no-sandbox", action="store_true", help="run the agent's commands and the checks unconfined")
     return p

@@ -82,11 +82,13 @@ class ProcessBoard:
 
 
 def agent_argv(workspace: Path, engine_flags: list[str], *, max_turns: int | None, sandbox: bool,
-               resume: str | None) -> list[str]:
+               resume: str | None, max_tokens: int | None = None) -> list[str]:
     argv = [sys.executable, "-m", "clover_code.cli", "--task", "-", "--cwd", str(workspace),
             "--output-format", "stream-json", *engine_flags]
     if max_turns:
         argv += ["--max-turns", str(max_turns)]
+    if max_tokens:
+        argv += ["--max-tokens", str(max_tokens)]
     if not sandbox:
         argv.append("--no-sandbox")
     if resume:
@@ -136,7 +138,7 @@ def _wait(proc: subprocess.Popen, timeout: float, board: ProcessBoard) -> str:
     while True:
         try:
             proc.wait(timeout=0.2)
-            return "done"
+            return "stopped" if board.stopping.is_set() else "done"  # Ctrl-C's SIGTERM ends it early
         except subprocess.TimeoutExpired:
             pass
         stopped = board.stopping.is_set()

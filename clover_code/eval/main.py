@@ -8,6 +8,7 @@ finished is kept: `--resume` goes on from there).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import shlex
 import signal
@@ -44,20 +45,20 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
-        store, engines, paths, tries, previous = _setup(args)
+        store, engines, paths, options, previous = _setup(args)
     except (EvalUsage, SpecError) as exc:
         print(f"clover-code eval: {exc}", file=err)
         return EXIT_USAGE
+    tries = options.tries
     tasks, problems = discover(paths)
     for p in problems:
         print(f"clover-code eval: not run: {p.path}: {p.reason}", file=err)
-    options = EvalOptions(tries=tries, jobs=args.jobs, timeout=args.timeout, max_turns=args.max_turns,
-                          sandbox=not args.no_sandbox, keep=args.keep, check_timeout=args.check_timeout)
     info = machine()
     now = _now()
     store.write_run({
         "command": _command(paths, engines, options, store.out), "tasks": paths,
-        "engines": [engine_json(e) for e in engines], "tries": tries, "machine": info,
+        "engines": [engine_json(e) for e in engines], "tries": tries, "options": dataclasses.asdict(options),
+        "machine": info,
         "created": (previous or {}).get("created", now), "updated": now,
         "problems": [p.__dict__ for p in problems],
     })
@@ -97,7 +98,7 @@ def write_report(store: ResultStore, engines: list[EngineSpec], tries: int, *, t
     return f"{table}\n\nreport: {store.out / 'report.md'}"
 
 
-def _setup(args: argparse.Namespace) -> tuple[ResultStore, list[EngineSpec], list[str], int, dict | None]:
+def _setup(args: argparse.Namespace) -> tuple[ResultStore, list[EngineSpec], list[str], EvalOptions, dict | None]:
     out = Path(args.out) if args.out else _default_out(args.resume)
     store = ResultStore(out)
     previous = store.read_run() if args.resume else None
@@ -116,10 +117,31 @@ def _setup(args: argparse.Namespace) -> tuple[ResultStore, list[EngineSpec], lis
     paths = list(args.tasks) or list((previous or {}).get("tasks", []))
     if not paths:
         raise EvalUsage("name the task folders to run (e.g. sandbox/*)")
-    tries = args.tries or int((previous or {}).get("tries") or 2)
-    if tries < 1 or args.jobs < 1 or args.timeout <= 0:
-        raise EvalUsage("--tries and --jobs must be at least 1, --timeout more than 0")
-    return store, engines, paths, tries, previous
+    return store, engines, paths, _options(args, previous), previous
+
+
+def _options(args: argparse.Namespace, previous: dict | None) -> EvalOptions:
+    """Each option: the flag, else (on --resume) the earlier run's, else the default."""
+    before = (previous or {}).get("options") or {}
+    if previous and "tries" not in before and previous.get("tries"):
+        before = {**before, "tries": previous["tries"]}
+    given = {"tries": args.tries, "jobs": args.jobs, "timeout": args.timeout, "max_turns": args.max_turns,
+             "max_tokens": args.max_tokens, "check_timeout": args.check_timeout}
+    values = {}
+    for field in dataclasses.fields(EvalOptions):
+        if field.name in given and given[field.name] is not None:
+            values[field.name] = given[field.name]
+        elif field.name in before and field.name not in ("sandbox", "keep"):
+            values[field.name] = before[field.name]
+    values["sandbox"] = not args.no_sandbox
+    values["keep"] = args.keep
+    options = EvalOptions(**values)
+    if options.tries < 1 or options.jobs < 1 or options.timeout <= 0 or options.check_timeout <= 0:
+        raise EvalUsage("--tries and --jobs must be at least 1, --timeout and --check-timeout more than 0")
+    if (options.max_turns is not None and options.max_turns < 1) or (
+            options.max_tokens is not None and options.max_tokens < 1):
+        raise EvalUsage("--max-turns and --max-tokens must be at least 1")
+    return options
 
 
 def _default_out(resume: bool) -> Path:
@@ -143,6 +165,10 @@ def _command(paths: list[str], engines: list[EngineSpec], options: EvalOptions, 
         argv += ["--jobs", str(options.jobs)]
     if options.max_turns:
         argv += ["--max-turns", str(options.max_turns)]
+    if options.max_tokens:
+        argv += ["--max-tokens", str(options.max_tokens)]
+    if options.timeout != EvalOptions.timeout:
+        argv += ["--timeout", f"{options.timeout:g}"]
     return shlex.join([*argv, "--out", str(out)])
 
 

@@ -38,14 +38,15 @@ def render(summary: Summary, run: dict[str, Any], problems: list[Problem], plot:
 def _engines(summary: Summary) -> list[str]:
     tries = range(1, summary.tries + 1)
     head = ["engine", "model", *(f"pass@{k}" for k in tries), "tool calls (valid)", "tool errors", "tokens in",
-            "tokens out", "TPF", "first block", "tokens/s", "wall/task", "est. cost/task"]
+            "tokens out", "forward passes", "TPF", "first block", "tokens/s", "wall/task", "est. cost/task"]
     rows = [head, ["---"] * len(head)]
     for s in summary.engines:
+        passes = f"{s.forward_passes:,}" if s.forward_passes else "—"
         rows.append([f"**{s.name}**", ", ".join(sorted(s.models)) or s.spec,
                      *(_pct(s.pass_rate(k)) + f" ({s.passed_by.get(k, 0)}/{s.tasks})" for k in tries),
                      f"{s.tool_calls} ({_pct(s.valid_rate)})", str(s.tool_errors), f"{s.tokens_in:,}",
-                     f"{s.tokens_out:,}", _num(s.tpf, 2), _secs(s.first_block_s, 3), _num(s.tokens_per_s, 1),
-                     _secs(s.wall_per_task, 1), _cost(s.cost_per_task)])
+                     f"{s.tokens_out:,}", passes, _num(s.tpf, 2), _secs(s.first_block_s, 3),
+                     _num(s.tokens_per_s, 1), _secs(s.wall_per_task, 1), _cost(s.cost_per_task)])
     notes = [f"{s.name}: {_notes(s)}" for s in summary.engines if _notes(s)]
     text = ["## Engines", "", *_table(rows)]
     text += ["", "TPF: tokens per forward pass (the engine's own count; none for a server that does not report "

@@ -38,6 +38,7 @@ class EvalOptions:
     jobs: int = 1
     timeout: float = 900.0  # seconds per try, unless the task states its own
     max_turns: int | None = None
+    max_tokens: int | None = None
     sandbox: bool = True
     keep: bool = False  # keep workspaces (their paths go to the logs)
     check_timeout: float = 180.0
@@ -111,8 +112,8 @@ class Runner:
             except SpecError as exc:
                 self._record(task, engine, group, attempt, final=True, status="error", error=str(exc))
                 return
-            argv = agent_argv(workspace, flags, max_turns=self.options.max_turns, sandbox=self.options.sandbox,
-                              resume=session)
+            argv = agent_argv(workspace, flags, max_turns=self.options.max_turns, max_tokens=self.options.max_tokens,
+                              sandbox=self.options.sandbox, resume=session)
             (logs / f"try{attempt}.prompt.md").write_text(prompt, encoding="utf-8")
             lock = contextlib.nullcontext() if engine.parallel else self.embedded
             with lock:

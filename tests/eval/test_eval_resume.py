@@ -19,10 +19,11 @@ def test_an_interrupted_run_is_resumed_without_redoing_finished_tasks(tmp_path):
     out = tmp_path / "out"
     proc = start_eval(str(SANDBOX / "fix-median"), str(exercise), "--engine", f"e=scripted:{replies}",
                       "--tries", "1", "--out", str(out), tmp=tmp_path)
+    running = out / "logs" / "e" / "transpose" / "try1.events.jsonl"
     deadline = time.monotonic() + 120
-    while not results(out) and time.monotonic() < deadline:
+    while not (results(out) and running.exists()) and time.monotonic() < deadline:
         time.sleep(0.2)
-    time.sleep(1.0)  # the second task's process is running now
+    time.sleep(2.0)  # the second task's process has started and waits in its slow reply
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr

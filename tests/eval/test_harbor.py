@@ -80,7 +80,8 @@ def test_the_adapter_command_quotes_the_instruction_and_names_the_engine():
     assert command.startswith("mkdir -p /logs/agent && clover-code --task ")
     argv = shlex.split(command.split("&&", 1)[1].split(">", 1)[0])
     assert argv[argv.index("--task") + 1] == instruction
-    assert argv[argv.index("--endpoint") + 1] == "http://gpu:8000/v1" and argv[argv.index("--model") + 1] == "clover-35b"
+    assert argv[argv.index("--endpoint") + 1] == "http://gpu:8000/v1"
+    assert argv[argv.index("--model") + 1] == "clover-35b"
     assert {"--no-sandbox", "full-auto", "stream-json"} <= set(argv) and argv[-1] == "40"
     assert command.endswith("> /logs/agent/clover-code.events.jsonl 2> /logs/agent/clover-code.stderr.txt")
     assert model_part("bare") == "bare" and model_part(None) is None
