@@ -82,6 +82,9 @@ def load_exercise(folder: Path) -> Exercise:
     editor = _names(files, "editor")
     if not solution or not tests:
         raise TaskError(".meta/config.json must name files.solution and files.test")
+    if not all(name.endswith(".py") for name in (*solution, *tests)):
+        raise TaskError("not a Python exercise: only Python ones are checked here (pytest); run the other "
+                        "languages through Harbor's polyglot dataset")
     for name in (*solution, *tests, *editor):
         if Path(name).is_absolute() or ".." in Path(name).parts or name.startswith(".meta"):
             raise TaskError(f".meta/config.json names {name!r}, outside the exercise's own files")

@@ -72,6 +72,8 @@ def test_discovery_finds_suites_and_reports_what_is_not_a_task(tmp_path):
                          "x.py is listed"),
         "escape": ({".meta/config.json": json.dumps({"files": {"solution": ["../x.py"], "test": ["t.py"]}})},
                    "outside the exercise"),
+        "rust": ({".meta/config.json": json.dumps({"files": {"solution": ["src/lib.rs"], "test": ["tests/t.rs"]}})},
+                 "not a Python exercise"),
         "no-check": ({"task.toml": 'prompt = "p"\n', "repo/a.py": ""}, "no check"),
         "bad-toml": ({"task.toml": "prompt = \n", "repo/a.py": ""}, "not valid TOML"),
         "no-repo": ({"task.toml": 'prompt = "p"\ncheck = "true"\n'}, "no repo/"),
