@@ -7,7 +7,8 @@ cheap to import: no torch, no transformers, no httpx at module level.
 from __future__ import annotations
 
 import importlib
-from dataclasses import InitVar, dataclass, field
+import inspect
+from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Protocol, runtime_checkable
 
 from clover_code.tokens import estimate_tokens  # noqa: F401  (re-exported for engines)
@@ -47,16 +48,6 @@ class Block:
     # of prompt_tokens, those served from the engine's prefix cache (the rest were encoded);
     # set with prompt_tokens when the engine says (OpenAI usage: prompt_tokens_details.cached_tokens)
     prompt_reused: int | None = None
-    # The names these had before issue 33, accepted by the constructor until every engine
-    # passes the new ones (embedded.py, chunk_fold.py); never stored. Read, they say None.
-    steps: InitVar[int | None] = None
-    at: InitVar[float | None] = None
-
-    def __post_init__(self, steps: int | None, at: float | None) -> None:
-        if steps is not None:
-            object.__setattr__(self, "forward_passes", steps)
-        if at is not None:
-            object.__setattr__(self, "seconds_since_start", at)
 
 
 @dataclass(frozen=True)
@@ -117,8 +108,9 @@ _ENGINES = {
 }
 
 
-def make_engine(name: str, **options: Any) -> Engine:
-    """Build an engine by name; heavy modules load only for the engine chosen."""
+def make_engine(name: str, **options: object) -> Engine:
+    """Build an engine by name; heavy modules load only for the engine chosen. An option the
+    engine does not take is an EngineError naming it (a misspelt option never disappears)."""
     try:
         target = _ENGINES[name]
     except KeyError:
@@ -126,4 +118,15 @@ def make_engine(name: str, **options: Any) -> Engine:
         raise EngineError(f"unknown engine {name!r}; choose one of: {known}") from None
     module_name, _, class_name = target.partition(":")
     cls = getattr(importlib.import_module(module_name), class_name)
+    check_options(name, cls, options)
     return cls(**options)
+
+
+def check_options(name: str, cls: type, options: dict[str, object]) -> None:
+    """EngineError for any option `cls`'s constructor does not take."""
+    params = inspect.signature(cls).parameters
+    takes = sorted(p for p, v in params.items() if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY))
+    unknown = sorted(set(options) - set(takes))
+    if unknown:
+        raise EngineError(f"the {name} engine has no option {', '.join(map(repr, unknown))}; "
+                          f"it takes: {', '.join(takes)}")

@@ -48,8 +48,8 @@ class ChunkFold:
         calls = self._tool_calls() if finish else ()
         if calls and finish != "length":
             finish = "tool_calls"
-        block = Block(text=text, tokens=ext.get("tokens", estimate_tokens(text)), steps=ext.get("forward_passes"),
-                      at=now - self.start, ms=ext.get("ms", (now - self.last) * 1000),
+        block = Block(text=text, tokens=ext.get("tokens", estimate_tokens(text)), forward_passes=ext.get("forward_passes"),
+                      seconds_since_start=now - self.start, ms=ext.get("ms", (now - self.last) * 1000),
                       index=ext.get("block", self.emitted), tool_calls=calls, finish=finish)
         self.last = now
         return block

@@ -56,10 +56,6 @@ class BlockResult:
     ms: float
     finish: str | None  # "stop" | "length" | None (more blocks follow)
 
-    @property
-    def stopped_on_token(self) -> bool:
-        return self.finish == "stop"
-
 
 @dataclass(frozen=True)
 class Pick:

@@ -207,21 +207,9 @@ def sse(data: dict[str, Any] | str) -> bytes:
 # --- client side ----------------------------------------------------------------------
 
 def wire_messages(messages: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Messages as JSON: ToolCall objects in assistant messages become OpenAI tool_calls;
-    a null content becomes "" (strict servers such as llama-cpp-python reject null, and
-    their templates need the key)."""
-    out = []
-    for m in messages:
-        if m.get("content", "") is None:
-            m = {**m, "content": ""}
-        calls = m.get("tool_calls")
-        if calls and any(isinstance(c, ToolCall) for c in calls):
-            m = {**m, "tool_calls": [tool_call_json(c, i) if isinstance(c, ToolCall) else c
-                                     for i, c in enumerate(calls)]}
-            for c in m["tool_calls"]:
-                c.pop("index", None)
-        out.append(m)
-    return out
+    """Messages as JSON, a null content as "" (strict servers such as llama-cpp-python reject
+    null, and their templates need the key). Assistant tool_calls are OpenAI dicts already."""
+    return [{**m, "content": ""} if m.get("content", "") is None else m for m in messages]
 
 
 def request_json(request: ChatRequest, model: str, *, stream: bool = True) -> dict[str, Any]:
@@ -259,6 +247,3 @@ class SSEReader:
         if field == "data":
             self._data.append(value[1:] if value.startswith(" ") else value)
         return None
-
-    def flush(self) -> str | None:
-        return self.feed("")

@@ -107,7 +107,7 @@ class RemoteEngine:
     def __init__(self, endpoint: str | None = None, *, api_key: str | None = None, model: str | None = None,
                  connect_timeout: float = 10.0, idle_timeout: float = 120.0, retries: int = 3,
                  backoff: float = 0.5, max_retry_wait: float = 30.0, context_window: int | None = None,
-                 stream: bool = True, **_: Any):
+                 stream: bool = True):
         """`stream=False` asks for whole replies (one block each). Servers that cannot stream
         tool calls are detected and get whole replies when tools are given."""
         endpoint = endpoint or os.environ.get("CLOVER_ENDPOINT") or os.environ.get("OPENAI_BASE_URL")
@@ -130,7 +130,6 @@ class RemoteEngine:
         self._token_ratio: float | None = None  # the server's prompt count / our estimate, once seen
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
-        self.last_prompt_tokens: int | None = None
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "unset"
@@ -393,7 +392,6 @@ class RemoteEngine:
             fold = ChunkFold(fold.start)
             async for block in self._attempt(request, fold, stream=False):
                 yield block
-        self.last_prompt_tokens = fold.prompt_tokens
         if fold.prompt_tokens:
             self._calibrate(request, fold.prompt_tokens)
 

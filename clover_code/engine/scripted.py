@@ -56,7 +56,7 @@ def split_tokens(text: str) -> list[str]:
 class ScriptedEngine:
     def __init__(self, replies: list[Any] | str | Path | None = None, *, model: str = "scripted",
                  block_size: int = DEFAULT_BLOCK_SIZE, delay: float = 0.0, tpf: float = 8.0,
-                 context_window: int = 131_072, **_: Any):
+                 context_window: int = 131_072):
         if isinstance(replies, (str, Path)):
             replies = load_replies(replies)
         self.replies = list(replies or [])
