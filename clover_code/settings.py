@@ -32,6 +32,9 @@ class Settings:
     temperature: float = 0.0
     threshold: float | None = None
     block_size: int | None = None
+    # The embedded engine's memory for prefix states, in MiB (None: its defaults; 0: none kept).
+    checkpoint_mb: float | None = None  # a hybrid's recurrent-state checkpoints (cut back to, not re-encoded)
+    prefix_cache_mb: float | None = None  # other conversations' cached prefixes
     sandbox: bool = True
     shell_timeout: float = 120.0
     connect_timeout: float = 10.0

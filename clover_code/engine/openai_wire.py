@@ -162,9 +162,13 @@ def tool_call_json(call: ToolCall, index: int) -> dict[str, Any]:
             "function": {"name": call.name, "arguments": call.arguments}}
 
 
-def usage_json(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens}
+def usage_json(prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None) -> dict[str, Any]:
+    """OpenAI usage; `cached_tokens`: of the prompt, those served from the engine's prefix cache."""
+    usage: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                             "total_tokens": prompt_tokens + completion_tokens}
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    return usage
 
 
 def block_stats(block: Block) -> dict[str, Any]:

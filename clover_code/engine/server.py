@@ -30,7 +30,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from clover_code import jsonsafe
-from clover_code.engine import Engine, EngineError
+from clover_code.engine import Block, Engine, EngineError
 from clover_code.engine.openai_wire import (
     ChatCall,
     WireError,
@@ -153,7 +153,7 @@ class Reply:
         self.calls: list[dict[str, Any]] = []
         self.completion_tokens = 0
 
-    def split(self, block) -> tuple[str, list[dict[str, Any]]]:
+    def split(self, block: Block) -> tuple[str, list[dict[str, Any]]]:
         segments: list[Any] = [block.text]
         if self.parser is not None:
             segments = self.parser.feed_segments(block.text)
@@ -171,13 +171,14 @@ class Reply:
         self.completion_tokens += block.tokens
         return "".join(text), new
 
-    def finish(self, block) -> tuple[str, dict[str, int]]:
+    def finish(self, block: Block) -> tuple[str, dict[str, Any]]:
         reason = block.finish or "stop"
         if self.calls and reason == "stop":
             reason = "tool_calls"
         prompt = block.prompt_tokens if block.prompt_tokens is not None else \
             self.engine.count_tokens(self.call.request)
-        return reason, usage_json(prompt, self.completion_tokens)
+        cached = block.prompt_reused if block.prompt_tokens is not None else None
+        return reason, usage_json(prompt, self.completion_tokens, cached)
 
 
 class Server:

@@ -25,7 +25,7 @@ TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "
 
 
 def block_key(b):
-    return b.index, b.text, b.tokens, b.forward_passes, b.finish, b.tool_calls, b.prompt_tokens
+    return b.index, b.text, b.tokens, b.forward_passes, b.finish, b.tool_calls, b.prompt_tokens, b.prompt_reused
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +57,19 @@ def test_openai_client_with_tools(tiny_served):
                                                  stream=True))
     assert chunks and chunks[-1].choices[0].finish_reason in ("stop", "length", "tool_calls")
     assert chunks[-1].usage.prompt_tokens > engine.count_tokens(ChatRequest(messages=USER))  # schemas rendered
+
+
+def test_usage_says_how_much_of_the_prompt_the_prefix_cache_served(tiny_served):
+    url, engine = tiny_served
+    client = openai.OpenAI(base_url=url, api_key="unused")
+    first = client.chat.completions.create(model="tiny", messages=USER, max_tokens=40)
+    follow = USER + [{"role": "assistant", "content": first.choices[0].message.content},
+                     {"role": "user", "content": "and again"}]
+    chunks = list(client.chat.completions.create(model="tiny", messages=follow, max_tokens=8, stream=True))
+    usage = chunks[-1].usage
+    assert usage.prompt_tokens_details.cached_tokens == engine.last_reuse.reused
+    assert engine.count_tokens(ChatRequest(messages=USER)) <= usage.prompt_tokens_details.cached_tokens \
+        < usage.prompt_tokens
 
 
 @pytest.mark.parametrize("ckpt", ["tiny_attention_ckpt", "tiny_hybrid_ckpt"])

@@ -1,0 +1,44 @@
+"""The embedded engine's memory budgets as user-config keys: checked, passed to the engine,
+and never taken from a repository's config."""
+
+from pathlib import Path
+
+import pytest
+
+from clover_code.config import ConfigError, load_settings
+from clover_code.wiring.assemble import build_engine
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    for var in ("CLOVER_ENDPOINT", "OPENAI_BASE_URL", "CLOVER_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_memory_budgets_from_the_user_config_reach_the_engine(tmp_path, tiny_hybrid_ckpt):
+    write(tmp_path / "xdg/clover-code/config.toml", "checkpoint_mb = 0\nprefix-cache-mb = 1.5\n")
+    settings = load_settings(tmp_path, {"model": str(tiny_hybrid_ckpt)})
+    assert (settings.checkpoint_mb, settings.prefix_cache_mb) == (0, 1.5)
+    engine = build_engine(settings)
+    assert engine.denoiser.state.checkpoints.budget == 0
+    assert engine.denoiser.pool.budget == int(1.5 * 2**20)
+
+
+def test_a_repository_cannot_set_them(tmp_path):
+    write(tmp_path / "repo/.clover/config.toml", "checkpoint_mb = 99999\nprefix_cache_mb = 99999\n")
+    settings = load_settings(tmp_path / "repo")
+    assert (settings.checkpoint_mb, settings.prefix_cache_mb) == (None, None)
+    assert any("checkpoint_mb" in n and "prefix_cache_mb" in n for n in settings.notices)
+
+
+@pytest.mark.parametrize("line", ["checkpoint_mb = -1", 'prefix_cache_mb = "lots"', "checkpoint_mb = true"])
+def test_bad_values_are_clear_errors(tmp_path, line):
+    write(tmp_path / "xdg/clover-code/config.toml", line + "\n")
+    with pytest.raises(ConfigError, match="a number of megabytes, 0 or more"):
+        load_settings(tmp_path)
