@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from clover_code.tools.policy import DEFAULT_DENY_READ, DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_MB
+from clover_code.tools.sandbox.policy import DEFAULT_DENY_READ, DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_MB
 
 ApprovalMode = Literal["read-only", "ask", "auto-edit", "full-auto"]
 APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)

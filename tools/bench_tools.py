@@ -31,7 +31,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from clover_code.tools import Registry, ToolContext  # noqa: E402
-from clover_code.tools.search import RepoMap, RepoMaps, TOOLS, rg_binary  # noqa: E402
+from clover_code.tools.code import CodeMaps, RepoMap  # noqa: E402
+from clover_code.tools.code import TOOLS as CODE_TOOLS  # noqa: E402
+from clover_code.tools.search import TOOLS as SEARCH_TOOLS  # noqa: E402
+from clover_code.tools.workspace.listing import rg_binary  # noqa: E402
 from clover_code.tools.workspace import Workspace  # noqa: E402
 from bench_machine import machine_info
 
@@ -90,7 +93,7 @@ def median_of(fn, runs: int, warmup: int = 1) -> float:
 
 def bench_grep(root: Path, runs: int, expected: int) -> dict:
     loop = asyncio.new_event_loop()
-    registry, ctx = Registry(TOOLS), ToolContext(Workspace(root))
+    registry, ctx = Registry([*SEARCH_TOOLS, *CODE_TOOLS]), ToolContext(Workspace(root))
     rg = rg_binary()
 
     def ours():
@@ -116,17 +119,17 @@ def bench_repo_map(root: Path, runs: int) -> dict:
     ctx = ToolContext(Workspace(root))
     cache = root / ".clover" / "cache"
 
-    def call(maps: RepoMaps, **args):
+    def call(maps: CodeMaps, **args):
         result = loop.run_until_complete(Registry([RepoMap(maps)]).call("repo_map", args, ctx))
         assert result.ok and result.output.count("\n") > 20, result.output[:300]
 
     def cold():
         shutil.rmtree(cache, ignore_errors=True)
-        call(RepoMaps())
+        call(CodeMaps())
 
     cold_s = median_of(cold, runs)  # the warm-up loads the grammars, as any earlier call would
-    disk_s = median_of(lambda: call(RepoMaps()), runs)
-    maps = RepoMaps()
+    disk_s = median_of(lambda: call(CodeMaps()), runs)
+    maps = CodeMaps()
     warm_s = median_of(lambda: call(maps), runs)
     focus = iter([f"pkg{n % 20}/mod{n}.py" for n in range(1000)])
     refocus_s = median_of(lambda: call(maps, focus=[next(focus)]), runs)

@@ -28,7 +28,7 @@ from typing import Any, Literal, Protocol
 from clover_code.agent.events import ApprovalNeeded
 from clover_code.settings import APPROVAL_MODES, ApprovalMode
 from clover_code.tools import ToolError, ToolKind
-from clover_code.tools.patch import patch_paths
+from clover_code.tools.workspace.patch import patch_paths
 
 Decision = Literal["allow", "ask", "deny"]
 

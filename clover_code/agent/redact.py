@@ -14,7 +14,7 @@ import json
 import os
 from typing import Any, Iterable, Mapping
 
-from clover_code.tools.policy import is_secret_name
+from clover_code.tools.sandbox.policy import is_secret_name
 
 REDACTED = "[redacted]"
 MIN_ENV_SECRET = 8  # shorter values of secret-named variables ("true", "1") are not secret text

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clover_code.tools import ToolError
-from clover_code.tools.policy import SandboxPolicy
-from clover_code.tools.sandbox import SHELL, command_env, confined_argv
+from clover_code.tools.sandbox.policy import SandboxPolicy
+from clover_code.tools.sandbox.bwrap import SHELL, command_env, confined_argv
 
 OUTPUT_LIMIT = 6000  # characters of check output kept (its end: where test runners summarize)
 TIMING = re.compile(r"\bin \d+(\.\d+)?s\b")

@@ -19,7 +19,7 @@ from typing import Any, Awaitable, ClassVar, Literal, Protocol, get_args, runtim
 from pydantic import BaseModel, ValidationError
 
 from clover_code import jsonsafe
-from clover_code.tools.policy import SandboxPolicy
+from clover_code.tools.sandbox.policy import SandboxPolicy
 
 # What a tool does, for permissions: reads are free in `ask` mode, the rest ask.
 ToolKind = Literal["read", "edit", "shell", "git"]
@@ -161,9 +161,10 @@ class Registry:
         return ToolResult(False, bound) if isinstance(bound, str) else await bound.run()
 
 
-# Each tool family module exports TOOLS: list[Tool]. Imported on demand so that
-# `import clover_code.tools` stays light.
-TOOL_MODULES = ("files", "search", "shell", "git")
+# The tool families: each module at the top of clover_code/tools/ exports TOOLS: list[Tool]
+# (the subpackages hold what they are built on). Imported on demand so that
+# `import clover_code.tools` stays light; a family that fails to import is a bug, not a skip.
+TOOL_MODULES = ("files", "search", "code", "shell", "git")
 
 
 def default_registry() -> Registry:
@@ -171,11 +172,5 @@ def default_registry() -> Registry:
 
     tools: list[Tool] = []
     for name in TOOL_MODULES:
-        try:
-            module = importlib.import_module(f"clover_code.tools.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"clover_code.tools.{name}":
-                raise
-            continue  # family not built yet
-        tools.extend(module.TOOLS)
+        tools.extend(importlib.import_module(f"clover_code.tools.{name}").TOOLS)
     return Registry(tools)

@@ -16,9 +16,9 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from clover_code.tools import ToolContext, ToolError, ToolResult
-from clover_code.tools.patch import Change, parse_patch, plan_patch
-from clover_code.tools.textdiff import closest_region, unified_diff
-from clover_code.tools.textfile import (
+from clover_code.tools.workspace.patch import Change, parse_patch, plan_patch
+from clover_code.tools.workspace.textdiff import closest_region, unified_diff
+from clover_code.tools.workspace.textfile import (
     MAX_LINE_CHARS, SNIFF_BYTES, count_lines, decode, encode, is_binary, numbered_lines, to_crlf, uses_crlf,
 )
 

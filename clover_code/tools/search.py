@@ -1,4 +1,4 @@
-"""Search tools: list_files, glob and grep through ripgrep; symbols and repo_map through tree-sitter.
+"""Search tools: list_files, glob and grep through ripgrep (symbols and repo_map: code.py).
 
 Listing uses `rg --files`: it honours .gitignore (also outside a git repository),
 .ignore and .git/info/exclude, skips .git/, does not follow symlinks, and is fast on
@@ -8,31 +8,12 @@ big trees. Hidden files are listed unless ignored.
 from __future__ import annotations
 
 import asyncio
-import functools
-import os
-import shutil
-import sys
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from clover_code.tools import ToolContext, ToolError, ToolResult
-from clover_code.tools.symbols import RepoMap, RepoMaps, Symbols  # the tree-sitter tools
-
-RG_COMMON = ("--no-config", "--hidden", "--no-require-git", "--glob", "!.git")
-
-
-@functools.cache
-def rg_binary() -> str:
-    """The `rg` of the ripgrep wheel in this venv, else one on PATH."""
-    local = Path(sys.executable).parent / "rg"
-    if local.is_file() and os.access(local, os.X_OK):
-        return str(local)
-    found = shutil.which("rg")
-    if found is None:
-        raise ToolError("ripgrep (rg) is not installed; install the ripgrep==14.1.0 wheel into this environment")
-    return found
-
+from clover_code.tools.workspace.listing import RG_COMMON, prefixed, rg_binary, rg_files
 
 def _directory(ctx: ToolContext, path: str) -> tuple[Path, str]:
     """The resolved directory and its workspace-relative name ('.' for the root)."""
@@ -42,23 +23,6 @@ def _directory(ctx: ToolContext, path: str) -> tuple[Path, str]:
     if not where.is_dir():
         raise ToolError(f"{path} is a file, not a directory; use read_file to read it")
     return where, ctx.workspace.relative(where)
-
-
-def _prefixed(rel_dir: str, name: str) -> str:
-    return name if rel_dir == "." else f"{rel_dir}/{name}"
-
-
-async def rg_files(where: Path, rel_dir: str) -> list[str]:
-    """Files under `where` that ignore rules keep, workspace-relative, sorted."""
-    proc = await asyncio.create_subprocess_exec(
-        rg_binary(), "--files", "--null", *RG_COMMON, cwd=where, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await proc.communicate()
-    if proc.returncode == 2 and not out:  # 1: no files; 2 with output: some unreadable folder
-        raise ToolError(f"listing files failed: {err.decode('utf-8', 'replace').strip()}")
-    names = out.decode("utf-8", "replace").split("\0")[:-1]  # NUL-separated: any file name is safe
-    return sorted(_prefixed(rel_dir, name) for name in names)
 
 
 def _glob_filter(glob: str) -> list[str]:
@@ -94,7 +58,7 @@ class ListFiles:
         if not files:
             return ToolResult(True, f"no files in {rel_dir} (after .gitignore)", {"count": 0})
         entries = _entries(files, args.depth) if args.depth else files
-        lines = [_prefixed(rel_dir, entry) for entry in entries]
+        lines = [prefixed(rel_dir, entry) for entry in entries]
         hint = "narrow it with path or depth, or use glob"
         return ToolResult(True, _capped(lines, args.limit, "entries", hint), {"count": len(files)})
 
@@ -131,7 +95,7 @@ class Glob:
 
         where, rel_dir = _directory(ctx, args.path)
         spec = pathspec.GitIgnoreSpec.from_lines([args.pattern])
-        files = [_prefixed(rel_dir, name) for name in spec.match_files(await rg_files(where, "."))]
+        files = [prefixed(rel_dir, name) for name in spec.match_files(await rg_files(where, "."))]
         if not files:
             return ToolResult(True, f"no files match {args.pattern!r} in {rel_dir}", {"count": 0})
         hint = "use a narrower pattern or path"
@@ -219,7 +183,7 @@ class _MatchReader:
         if self.files_only:
             self._count()
             if not self.full:
-                self.by_file[_prefixed(self.rel_dir, record)] = []
+                self.by_file[prefixed(self.rel_dir, record)] = []
             return
         path, nul, rest = record.partition("\0")
         if not nul:  # `--` between context groups
@@ -234,7 +198,7 @@ class _MatchReader:
             if self.full:
                 return
         sep = ":" if is_match else "-"
-        self._file = _prefixed(self.rel_dir, path)
+        self._file = prefixed(self.rel_dir, path)
         self.by_file.setdefault(self._file, []).append(f"{self._file}{sep}{rest}")
 
     def _count(self) -> None:
@@ -276,5 +240,4 @@ def _grep_result(args: Grep.Args, reader: _MatchReader, code: int | None, err: s
     return ToolResult(True, text, {"matches": count, "capped": reader.full})
 
 
-_MAPS = RepoMaps()  # symbols and repo_map share one tag cache per workspace
-TOOLS = [ListFiles(), Glob(), Grep(), Symbols(_MAPS), RepoMap(_MAPS)]
+TOOLS = [ListFiles(), Glob(), Grep()]

@@ -16,8 +16,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from clover_code.tools import ToolContext, ToolError, ToolResult
-from clover_code.tools.proclimit import ProcessLimit, limit_note, memory_note
-from clover_code.tools.sandbox import command_env, shell_argv
+from clover_code.tools.sandbox.limits import ProcessLimit, limit_note, memory_note
+from clover_code.tools.sandbox.bwrap import command_env, shell_argv
 
 HEAD_BYTES = 16_000  # kept from the start of the output
 TAIL_BYTES = 16_000  # kept from its end
@@ -99,7 +99,7 @@ async def _drain(stream: asyncio.StreamReader, cap: OutputCap) -> None:
 async def run_command(argv: list[str], cwd: Path, env: dict[str, str], timeout: float,
                       max_processes: int | None = None) -> Outcome:
     """Run argv with stdout+stderr merged; kill its process group on timeout or cancellation.
-    With `max_processes`, argv is a sandbox held to that many tasks (tools/proclimit.py)."""
+    With `max_processes`, argv is a sandbox held to that many tasks (tools/sandbox/limits.py)."""
     limit = ProcessLimit(max_processes) if max_processes else None
     try:
         outcome = await _run(limit.wrap(argv) if limit else argv, cwd, env, timeout, limit)

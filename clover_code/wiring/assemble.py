@@ -17,7 +17,7 @@ from clover_code.config import user_config_path
 from clover_code.settings import Settings
 from clover_code.engine import Engine, EngineError, make_engine
 from clover_code.tools import Registry, ToolContext, default_registry
-from clover_code.tools.policy import SandboxPolicy
+from clover_code.tools.sandbox.policy import SandboxPolicy
 
 RESUMED_ALWAYS = ("Resumed without the {count} \"always\" approval(s) of the earlier run: "
                   "they are asked again (session logs live in the workspace, so they never grant permissions). "
@@ -59,8 +59,8 @@ def sandbox_policy(settings: Settings) -> SandboxPolicy:
 
 def tool_context(settings: Settings, root: Path) -> ToolContext:
     from clover_code.tools import ToolError
-    from clover_code.tools.checkpoints import Checkpoints
-    from clover_code.tools.gitrun import Git
+    from clover_code.tools.workspace.checkpoints import Checkpoints
+    from clover_code.tools.sandbox.gitrun import Git
     from clover_code.tools.workspace import Workspace
 
     # full-auto never asks, so its shell always runs sandboxed.

@@ -35,8 +35,8 @@ class Check:
 # -- sandbox ------------------------------------------------------------------------------
 
 def check_sandbox(settings: Any) -> Check:
-    from clover_code.tools.proclimit import mechanism
-    from clover_code.tools.sandbox import bwrap_binary, bwrap_problem
+    from clover_code.tools.sandbox.limits import mechanism
+    from clover_code.tools.sandbox.bwrap import bwrap_binary, bwrap_problem
 
     found = bwrap_binary()
     if found is None:
@@ -87,7 +87,7 @@ def check_git() -> Check:
 
 
 def check_ripgrep() -> Check:
-    from clover_code.tools.search import rg_binary
+    from clover_code.tools.workspace.listing import rg_binary
 
     binary = rg_binary()
     version = _first_line([binary, "--version"])

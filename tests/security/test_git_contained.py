@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from clover_code.tools import Registry, ToolContext
-from clover_code.tools.checkpoints import Checkpoints
+from clover_code.tools.workspace.checkpoints import Checkpoints
 from clover_code.tools.git import TOOLS as GIT_TOOLS
-from clover_code.tools.gitrun import Git
-from clover_code.tools.sandbox import bwrap_problem
+from clover_code.tools.sandbox.gitrun import Git
+from clover_code.tools.sandbox.bwrap import bwrap_problem
 from clover_code.tools.shell import TOOLS as SHELL_TOOLS
 from clover_code.tools.workspace import Workspace
 

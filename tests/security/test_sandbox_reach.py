@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from clover_code.tools import Registry, ToolContext
-from clover_code.tools.policy import SandboxPolicy
-from clover_code.tools import proclimit
-from clover_code.tools.proclimit import total_tasks
-from clover_code.tools.sandbox import bwrap_problem
+from clover_code.tools.sandbox.policy import SandboxPolicy
+from clover_code.tools.sandbox import limits
+from clover_code.tools.sandbox.limits import total_tasks
+from clover_code.tools.sandbox.bwrap import bwrap_problem
 from clover_code.tools.shell import TOOLS
 from clover_code.tools.workspace import Workspace
 
@@ -124,7 +124,7 @@ async def test_fork_bomb_is_stopped_within_the_limit(tmp_path: Path):
 
 async def test_the_outside_watch_kills_a_sandbox_over_the_limit(tmp_path: Path, monkeypatch):
     """Root on a machine without a writable cgroup tree: only the watch from outside is left."""
-    monkeypatch.setattr(proclimit, "_own_cgroups", lambda: [])
+    monkeypatch.setattr(limits, "_own_cgroups", lambda: [])
     result = await run(tmp_path, "for i in $(seq 200); do sleep 20 & done; wait", SandboxPolicy(max_processes=64))
     assert not result.ok and "was killed: it went over the sandbox's limit of 64" in result.output
 

@@ -10,7 +10,7 @@ import pytest
 
 from clover_code.tools import Registry, ToolContext
 from clover_code.tools.git import Checkpoints
-from clover_code.tools.sandbox import bwrap_problem
+from clover_code.tools.sandbox.bwrap import bwrap_problem
 from clover_code.tools.shell import TOOLS as SHELL_TOOLS
 from clover_code.tools.workspace import Workspace
 

@@ -7,9 +7,13 @@ import pytest
 
 from clover_code.engine import estimate_tokens
 from clover_code.tools import Registry, ToolContext
-from clover_code.tools.repomap import CACHE_FILE, RepoMap as RepoMapIndex
-from clover_code.tools.search import TOOLS, RepoMap, RepoMaps, Symbols
-from clover_code.tools.tags import extract, language_for
+from clover_code.tools.codemap.ranking import CACHE_FILE, CodeMap
+from clover_code.tools.code import TOOLS as CODE_TOOLS
+from clover_code.tools.code import CodeMaps, RepoMap, Symbols
+from clover_code.tools.search import TOOLS as SEARCH_TOOLS
+
+TOOLS = [*CODE_TOOLS, *SEARCH_TOOLS]
+from clover_code.tools.codemap.tags import extract, language_for
 from clover_code.tools.workspace import Workspace
 
 SAMPLES = {
@@ -88,7 +92,7 @@ def ctx(tmp_path: Path) -> ToolContext:
 
 
 async def call(ctx: ToolContext, tool: str, **args):
-    maps = RepoMaps()  # a fresh in-memory cache per call unless a test shares one
+    maps = CodeMaps()  # a fresh in-memory cache per call unless a test shares one
     return await Registry([Symbols(maps), RepoMap(maps)]).call(tool, args, ctx)
 
 
@@ -184,7 +188,7 @@ async def test_map_without_sources_says_so(ctx: ToolContext):
 async def test_cache_follows_edits_and_survives_restart(ctx: ToolContext):
     root = ctx.workspace.root
     hub_repo(root)
-    maps = RepoMaps()
+    maps = CodeMaps()
     tools = Registry([RepoMap(maps)])
     first = await tools.call("repo_map", {}, ctx)
     index = maps.get(root).index
@@ -199,13 +203,13 @@ async def test_cache_follows_edits_and_survives_restart(ctx: ToolContext):
     # A fresh process reads the tags from .clover/cache/ and parses nothing.
     cache = root / ".clover" / "cache"
     assert (cache / CACHE_FILE).is_file() and (cache / ".gitignore").read_text().endswith("*\n")
-    fresh = RepoMapIndex(root, cache)
+    fresh = CodeMap(root, cache)
     rels = sorted(p.name for p in root.iterdir() if p.is_file())
     assert fresh.render(rels, max_tokens=8000) == second.output + "\n"
     assert fresh.index.generation == 0
 
     (cache / CACHE_FILE).write_text("{not json")  # damaged: rebuilt, no error
-    assert RepoMapIndex(root, cache).render(rels, max_tokens=8000) == second.output + "\n"
+    assert CodeMap(root, cache).render(rels, max_tokens=8000) == second.output + "\n"
 
 
 async def test_cache_dir_stays_out_of_listings(ctx: ToolContext):

@@ -33,5 +33,5 @@ def test_help_loads_nothing_heavy():
 
 def test_tools_do_not_depend_on_engine_or_ui():
     mods = loaded_after("import clover_code.tools.files, clover_code.tools.search, "
-                        "clover_code.tools.shell, clover_code.tools.git, clover_code.tools.repomap")
+                        "clover_code.tools.shell, clover_code.tools.git, clover_code.tools.codemap.ranking")
     assert not {m for m in mods if m.startswith(("clover_code.engine", "clover_code.ui", "clover_code.agent"))}

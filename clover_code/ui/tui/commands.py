@@ -16,7 +16,7 @@ from textual.widgets import Static
 from clover_code.settings import APPROVAL_MODES
 from clover_code.ui.terminal_text import visible
 from clover_code.tools import ToolError
-from clover_code.tools.gitrun import Git
+from clover_code.tools.sandbox.gitrun import Git
 
 HELP = """\
 Commands

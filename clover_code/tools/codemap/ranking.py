@@ -21,7 +21,7 @@ from pathlib import Path
 
 from clover_code import jsonsafe
 from clover_code.tokens import estimate_tokens
-from clover_code.tools.tags import MAX_FILE_BYTES, Definition, FileTags, extract, language_for
+from clover_code.tools.codemap.tags import MAX_FILE_BYTES, Definition, FileTags, extract, language_for
 
 CACHE_FILE = "tags-v1.json"
 # A name defined in more files than this (`get`, `run`, `__init__`) says nothing about which
@@ -220,8 +220,8 @@ def render(files: list[str], tags: dict[str, FileTags], keys: list[tuple[int, st
     return "".join(parts)
 
 
-class RepoMap:
-    """One workspace's map; thread-safe (tools run it off the event loop)."""
+class CodeMap:
+    """One workspace's map of definitions; thread-safe (tools run it off the event loop)."""
 
     def __init__(self, root: Path, cache_dir: Path | None = None):
         self.index = TagIndex(root, cache_dir)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clover_code.tools import ToolError
-from clover_code.tools.textdiff import closest_region
-from clover_code.tools.textfile import decode, encode, uses_crlf
+from clover_code.tools.workspace.textdiff import closest_region
+from clover_code.tools.workspace.textfile import decode, encode, uses_crlf
 
 BEGIN, END, EOF_MARK = "*** Begin Patch", "*** End Patch", "*** End of File"
 ADD, DELETE, UPDATE, MOVE = "*** Add File:", "*** Delete File:", "*** Update File:", "*** Move to:"

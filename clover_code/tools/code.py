@@ -1,4 +1,5 @@
-"""The tree-sitter tools: symbols (definitions in a file or directory) and repo_map."""
+"""Code tools through tree-sitter: symbols (definitions in a file or directory) and repo_map
+(the ranked map of the whole tree, fitted to a token budget; codemap/)."""
 
 from __future__ import annotations
 
@@ -10,21 +11,22 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from clover_code.tools import ToolContext, ToolError, ToolResult
-from clover_code.tools import repomap
-from clover_code.tools.tags import EXTENSIONS, language_for
+from clover_code.tools.codemap.ranking import CodeMap
+from clover_code.tools.codemap.tags import EXTENSIONS, language_for
+from clover_code.tools.workspace.listing import rg_files
 
 
-class RepoMaps:
-    """One repomap.RepoMap per workspace root, shared by symbols and repo_map."""
+class CodeMaps:
+    """One CodeMap per workspace root, shared by symbols and repo_map."""
 
-    def __init__(self):
-        self._maps: dict[Path, repomap.RepoMap] = {}
+    def __init__(self) -> None:
+        self._maps: dict[Path, CodeMap] = {}
         self._lock = threading.Lock()
 
-    def get(self, root: Path) -> repomap.RepoMap:
+    def get(self, root: Path) -> CodeMap:
         with self._lock:
             if root not in self._maps:
-                self._maps[root] = repomap.RepoMap(root, root / ".clover" / "cache")
+                self._maps[root] = CodeMap(root, root / ".clover" / "cache")
             return self._maps[root]
 
 
@@ -32,8 +34,6 @@ SUPPORTED = ", ".join(sorted(EXTENSIONS))
 
 
 async def _source_files(where: Path, rel_dir: str) -> list[str]:
-    from clover_code.tools.search import rg_files  # here: search.py imports this module
-
     return await rg_files(where, rel_dir)
 
 
@@ -41,8 +41,8 @@ class Symbols:
     name = "symbols"
     kind = "read"
 
-    def __init__(self, maps: RepoMaps | None = None):
-        self.maps = maps or RepoMaps()
+    def __init__(self, maps: CodeMaps | None = None):
+        self.maps = maps or CodeMaps()
 
     class Args(BaseModel):
         path: str = Field(".", description="A source file, or a directory to search, relative to the workspace root.")
@@ -83,8 +83,8 @@ class RepoMap:
     name = "repo_map"
     kind = "read"
 
-    def __init__(self, maps: RepoMaps | None = None):
-        self.maps = maps or RepoMaps()
+    def __init__(self, maps: CodeMaps | None = None):
+        self.maps = maps or CodeMaps()
 
     class Args(BaseModel):
         focus: list[str] = Field(
@@ -105,3 +105,7 @@ class RepoMap:
                 return ToolResult(True, f"no source files this map reads ({SUPPORTED}) in the workspace")
             return ToolResult(True, f"max_tokens={args.max_tokens} is too small to show any definition")
         return ToolResult(True, text.rstrip("\n"))
+
+
+_MAPS = CodeMaps()  # symbols and repo_map share one tag cache per workspace
+TOOLS = [Symbols(_MAPS), RepoMap(_MAPS)]

@@ -10,7 +10,7 @@ folder; no .git is ever created in it.
 Undo restores a checkpoint's tree exactly with a two-tree `read-tree -u`: only files
 that differ are rewritten, files created since are removed, deleted ones come back.
 Ignored files (build output, venvs) are neither saved nor touched. Git runs inside the
-sandbox like every other git command (tools/gitrun.py), with hooks turned off.
+sandbox like every other git command (tools/sandbox/gitrun.py), with hooks turned off.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import uuid
 from pathlib import Path
 
 from clover_code.tools import ToolError
-from clover_code.tools.gitrun import Git
+from clover_code.tools.sandbox.gitrun import Git
 
 IDENTITY = {"GIT_AUTHOR_NAME": "clover-code", "GIT_AUTHOR_EMAIL": "clover-code@localhost",
             "GIT_COMMITTER_NAME": "clover-code", "GIT_COMMITTER_EMAIL": "clover-code@localhost"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from clover_code.tools.textfile import is_binary
+from clover_code.tools.workspace.textfile import is_binary
 
 
 def closest_region(lines: list[str], want: list[str], context: int = 2) -> str:

@@ -79,7 +79,7 @@ class _Grammar:
 
 
 def _query_text(name: str) -> str:
-    return resources.files("clover_code.tools").joinpath("queries", f"{name}.scm").read_text(encoding="utf-8")
+    return resources.files("clover_code.tools.codemap").joinpath("queries", f"{name}.scm").read_text(encoding="utf-8")
 
 
 _grammars: dict[str, _Grammar] = {}
