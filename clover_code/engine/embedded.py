@@ -87,8 +87,12 @@ class EmbeddedEngine:
         def produce(relay: Relay) -> Iterator[Block]:
             return self._blocks(prompt, opts, request.stop, relay.forward(request.on_step), relay.cancel.is_set)
 
-        async for block in self.bridge.stream(produce):
-            yield block
+        blocks = self.bridge.stream(produce)
+        try:
+            async for block in blocks:
+                yield block
+        finally:
+            await blocks.aclose()  # now, not when collected: the worker stops before its next pass
 
     async def aclose(self) -> None:
         await self.bridge.run(self.denoiser.reset)  # waits for a decode still winding down
