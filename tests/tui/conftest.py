@@ -5,6 +5,14 @@ from pathlib import Path
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def user_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's state folder (errors log, prompt history) in the test's own folder."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    return state
+
+
 @pytest.fixture
 def repo(git_repo: Path) -> Path:
     (git_repo / "app.py").write_text("def add(a, b):\n    return a - b\n")

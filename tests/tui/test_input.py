@@ -89,14 +89,16 @@ async def test_usable_while_the_model_loads(repo):
         await send(pilot, "/help")
         await wait_for(pilot, lambda: "/undo" in notes(app))
         await send(pilot, "queued task")
-        await wait_for(pilot, lambda: "queued" in notes(app))
+        await wait_for(pilot, lambda: "1 message queued" in str(app.query_one(InputEditor).border_title))
+        assert not app.query(UserMessage)  # shown when it is sent, not before
         release.set()
         await wait_for(pilot, lambda: app.agent is not None)
         await idle(pilot)
         from clover_code.ui.tui.widgets.assistant_message import AssistantMessage
 
         await wait_for(pilot, lambda: "Loaded answer." in "".join(m.text for m in app.query(AssistantMessage)))
-        assert not app.status.has_class("-loading")
+        assert [m.text for m in app.query(UserMessage)] == ["queued task"]
+        assert not app.status.has_class("-loading") and not app.query_one(InputEditor).border_title
 
 
 async def test_engine_errors_are_notifications_not_tracebacks(repo):

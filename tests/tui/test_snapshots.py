@@ -45,8 +45,12 @@ SESSION = [
 ]
 
 
+WELCOME = "clover-code in ~/repo · scripted · /help lists commands · Esc stops a reply · Ctrl+C twice quits"
+
+
 def app_with(events, repo):
     app = scripted_app(repo, [])
+    app._welcome = lambda: WELCOME  # the real one names the test's temporary folder
 
     async def before(pilot):
         await ready(pilot)

@@ -6,7 +6,7 @@ from clover_code.settings import Settings
 from clover_code.ui.tui.app import make_app
 from clover_code.ui.tui.widgets.denoise_view import DenoiseView
 from clover_code.wiring.assemble import build_agent
-from tui_helpers import idle, send, wait_for
+from tui_helpers import idle, notes, send, wait_for
 
 
 async def test_loading_progress_and_denoise_steps(repo, tiny_attention_ckpt):
@@ -14,8 +14,8 @@ async def test_loading_progress_and_denoise_steps(repo, tiny_attention_ckpt):
     app = make_app(settings, repo, build_agent=build_agent)
     seen: list[float] = []
     async with app.run_test(size=(100, 30)) as pilot:
-        show = app.status.loading
-        app.status.loading = lambda fraction, message: seen.append(fraction) or show(fraction, message)
+        show = app.status.show_progress
+        app.status.show_progress = lambda fraction, message: seen.append(fraction) or show(fraction, message)
         await pilot.press("f2")
         await wait_for(pilot, lambda: app.agent is not None, timeout=120)
         assert seen and seen[-1] == 1.0  # the bar followed the load
@@ -41,10 +41,17 @@ async def test_model_command_loads_another_checkpoint_and_reports_a_bad_one(repo
         assert app.agent.engine.denoiser.kind == "hybrid"
         assert app.status.info.model == str(tiny_hybrid_ckpt)
         await send(pilot, "hi")
-        await idle(pilot)
+        await idle(pilot, timeout=60)
         assert app.stats.generated.forward_passes > 0  # the new model decoded the reply
 
+        # A bad path keeps the model in use (issue 34): the session never goes without one.
+        working = app.agent
         app.run_command(f"/model {repo / 'no-such-model'}")
-        await wait_for(pilot, lambda: app.status.info.state == "error", timeout=60)
-        notes = [n.message for n in app._notifications]
-        assert any("no-such-model" in m for m in notes) and not any("Traceback" in m for m in notes)
+        await wait_for(pilot, lambda: "could not load" in notes(app), timeout=60)
+        toasts = [n.message for n in app._notifications]
+        assert any("no-such-model" in m for m in toasts) and not any("Traceback" in m for m in toasts)
+        assert app.agent is working and app.settings.model == str(tiny_hybrid_ckpt)
+        assert app.status.info.state == "ready" and app.status.info.model == str(tiny_hybrid_ckpt)
+        await send(pilot, "hi again")
+        await idle(pilot, timeout=60)
+        assert app.stats.turns == 2  # the kept model answered

@@ -1,4 +1,4 @@
-"""The clover-code TUI: `make_app()` builds it (CLI and tests), `run(args)` runs it.
+"""The clover-code TUI: `make_app()` builds it (CLI and tests), `run_app()` runs it.
 
 The agent runs in a worker; its events are queued and drained by one message handler
 per frame-ish burst. Widgets only draw: none of them calls the engine or the agent.
@@ -7,47 +7,63 @@ per frame-ish burst. Widgets only draw: none of them calls the engine or the age
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import sys
 import time
 from collections import deque
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
 from clover_code.agent.events import (
-    ApprovalAnswered, ApprovalNeeded, BlockCommitted, Compacted, ErrorEvent, Notice,
+    ApprovalAnswered, ApprovalNeeded, BlockCommitted, Compacted, ErrorEvent, Event, Notice,
     TextDelta, ToolCallParsed, ToolFinished, ToolStarted, TurnFinished, UserMessage, error_source,
 )
-from clover_code.agent.session import SessionError
-from clover_code.engine import DenoiseStep, EngineError
-from clover_code.settings import ConfigError, Settings
-from clover_code.tools import ToolError
+from clover_code.agent.permissions import rule_for_always
+from clover_code.agent.session import SessionError, sessions_dir
+from clover_code.engine import DenoiseStep
+from clover_code.settings import Settings
 from clover_code.ui.launch import AgentBuilder
 from clover_code.ui.terminal_text import visible
+from clover_code.ui.tui.command_host import Severity
+from clover_code.ui.tui.commands import run_command, workspace_paths
+from clover_code.ui.tui.errors import describe_error
 from clover_code.ui.tui.messages import (
-    AgentFailed, AgentReady, ApprovalRequested, EventsPending, StepPending,
+    AgentFailed, AgentReady, ApprovalRequested, EventsPending, LoadRequest, StepPending,
 )
 from clover_code.ui.tui.session_stats import SessionStats
 from clover_code.ui.tui.widgets.approval_prompt import ApprovalPrompt
 from clover_code.ui.tui.widgets.conversation import ConversationView
 from clover_code.ui.tui.widgets.denoise_view import DenoiseView
 from clover_code.ui.tui.widgets.input_editor import InputEditor
-from clover_code.ui.tui.widgets.status_bar import StatusBar
+from clover_code.ui.tui.widgets.status_bar import StatusBar, short_model
+from clover_code.ui.tui.widgets.tool_card import parse_arguments
+
+if TYPE_CHECKING:  # types only: the first paint must not wait for the agent's imports
+    from clover_code.agent.loop import Agent
+    from clover_code.agent.permissions import Approver
 
 # agent_factory(approver, resume) -> Agent. May take long (it can load a model): runs in a thread.
-AgentFactory = Callable[[Callable, "str | None"], Any]
+AgentFactory = Callable[["Approver", "str | None"], "Agent"]
 QUIT_WINDOW_S = 2.0
+# Signals that end the app as a quit does: the terminal gets its modes back (alternate
+# screen off, mouse tracking off, cursor shown) instead of being left as the app set it.
+QUIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+T = TypeVar("T")
 
 
-class CloverApp(App):
+class CloverApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "clover-code"
     BINDINGS = [
         Binding("escape", "cancel", "cancel", priority=True),
-        Binding("ctrl+c", "interrupt", "quit (twice)", priority=True),
+        Binding("ctrl+c", "interrupt", "clear / cancel / quit (twice)", priority=True),
         Binding("f2", "toggle_denoise", "denoise view"),
         Binding("ctrl+l", "command('/clear')", "clear", show=False),
     ]
@@ -57,17 +73,20 @@ class CloverApp(App):
         super().__init__()
         self.settings, self.cwd = settings, cwd
         self.agent_factory, self.resume = agent_factory, resume
-        self.agent: Any = None
+        self.agent: Agent | None = None
+        self.session_id: str | None = None  # said when the app quits, with how to resume it
         self.stats = SessionStats()
-        self._events: deque = deque()
+        self._events: deque[Event] = deque()
         self._events_posted = False
         self._step: DenoiseStep | None = None
         self._step_posted = False
-        self._waiting: list[str] = []  # tasks sent before the agent was ready or while busy
-        self._agent_worker: Worker | None = None
+        # Sent before the agent was ready or while it worked: (for the model, as typed).
+        self._waiting: list[tuple[str, str]] = []
+        self._agent_worker: Worker[None] | None = None
+        self._loading: LoadRequest | None = None  # the agent being built, if any
         self._last_ctrl_c = 0.0
         self._paths_cache: tuple[float, list[str]] = (0.0, [])
-        self._pending_answer: asyncio.Future | None = None  # the approval being asked
+        self._pending_answer: asyncio.Future[str] | None = None  # the approval being asked
 
     # --- layout --------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -78,13 +97,41 @@ class CloverApp(App):
         yield StatusBar(id="status")
 
     def on_mount(self) -> None:
-        self.query_one(InputEditor).focus()
+        self.editor.focus()
+        self._catch_quit_signals()
         self.status.show(engine=self.settings.engine_name().split(":")[0],
                          model=self.settings.model or "", approval=self.settings.approval,
-                         state="loading")
-        for notice in self.settings.notices:
-            self.say(notice, severity="warning", timeout=15)
+                         state="loading", context_used=None)
+        self.view.add_note(self._welcome(), "dim")
+        for notice in self.settings.notices:  # in the transcript: a toast would cover the editor
+            self.view.add_note(notice, "warning")
         self.load_agent(self.resume)
+
+    def on_unmount(self) -> None:
+        self._catch_quit_signals(False)
+
+    def _welcome(self) -> str:
+        home = str(Path.home())
+        where = str(self.cwd)
+        where = "~" + where[len(home):] if where == home or where.startswith(home + os.sep) else where
+        engine = self.settings.engine_name().split(":")[0]
+        model = f" {short_model(self.settings.model)}" if self.settings.model else ""
+        return (f"clover-code in {where} · {engine}{model} · /help lists commands · "
+                "Esc stops a reply · Ctrl+C twice quits")
+
+    def _catch_quit_signals(self, catch: bool = True) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+            for number in QUIT_SIGNALS:
+                if catch:
+                    loop.add_signal_handler(number, self._quit_on_signal, number)
+                else:
+                    loop.remove_signal_handler(number)
+        except (RuntimeError, ValueError, NotImplementedError):
+            pass  # not the main thread (some test runners), or no signals here: nothing to restore
+
+    def _quit_on_signal(self, number: int) -> None:
+        self.exit(return_code=128 + number)  # as a shell reports a process ended by that signal
 
     @property
     def view(self) -> ConversationView:
@@ -94,73 +141,143 @@ class CloverApp(App):
     def status(self) -> StatusBar:
         return self.query_one(StatusBar)
 
+    @property
+    def editor(self) -> InputEditor:
+        return self.query_one(InputEditor)
+
     # --- loading the agent (and its model) in the background -----------------------------
+    def load_agent(self, resume: str | None = None, *, model: str | None = None) -> None:
+        """Build an agent in a thread. A current agent stays until the new one is ready (and
+        stays on if it fails): a mistyped `/model` path never leaves the session without one."""
+        request = LoadRequest(resume, model, self.settings.model if model is not None else None)
+        if model is not None:
+            self.settings.model = model  # the factory reads the settings when it runs
+        self._loading = request
+        self.status.show(state="loading", **({"model": model} if model is not None else {}))
+        self._build_agent(request)
+
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
-    def load_agent(self, resume: str | None) -> None:
+    def _build_agent(self, request: LoadRequest) -> None:
         try:
-            agent = self.agent_factory(self.approve, resume)
+            agent = self.agent_factory(self.approve, request.resume)
+            context = agent.conversation.tokens(agent.engine)
         except Exception as exc:  # every failure becomes a notification, never a traceback
-            self.post_message(AgentFailed(describe_error(exc)))
+            self.post_message(AgentFailed(describe_error(exc), request))
             return
-        self.post_message(AgentReady(agent))
+        self.post_message(AgentReady(agent, request, context))
 
     def loading_progress(self, fraction: float, message: str) -> None:
         """From the loading thread: move the progress bar."""
-        self.call_from_thread(self.status.loading, fraction, message)
+        self.call_from_thread(self.status.show_progress, fraction, message)
+
+    @property
+    def loading(self) -> bool:
+        return self._loading is not None
 
     @on(AgentReady)
     def _agent_ready(self, message: AgentReady) -> None:
-        self.agent = agent = message.agent
-        if hasattr(agent, "set_on_step"):
-            agent.set_on_step(self._on_step)
-        info = getattr(getattr(agent, "engine", None), "info", None)
-        if info is not None:
-            self.status.show(engine=info.name, model=info.model, context_window=info.context_window,
-                             context_source=info.context_source)
-        self.status.show(state="ready")
-        session = getattr(agent, "session", None)
-        if session is not None and self.resume:
-            self.replay(session.events())
-        if self._waiting:
-            self._start_task(self._waiting.pop(0))
+        if message.request is not self._loading:
+            return  # a load asked for before the latest one
+        self._loading = None
+        previous, agent = self.agent, message.agent
+        self.agent = agent
+        self.session_id = agent.session.id if agent.session is not None else None
+        agent.set_on_step(self._on_step)
+        info = agent.engine.info
+        self.status.show(engine=info.name, model=info.model, context_window=info.context_window,
+                         context_source=info.context_source, state="ready")
+        if message.context_tokens is not None:
+            self.stats.context_used = message.context_tokens
+            self.status.show(context_used=message.context_tokens)
+        if previous is not None:
+            self._close_engine(previous)
+        if message.request.model is not None:
+            self.note(f"now on {short_model(info.model)}", "dim")
+        if message.request.resume is not None and message.request.model is None and agent.session is not None:
+            if previous is not None:
+                self.view.clear()
+            self.replay(agent.session.events())
+        self._send_next()
+
+    def _close_engine(self, replaced: Agent) -> None:
+        """The replaced agent's engine lets its model and connections go."""
+        if self.agent is None or replaced.engine is not self.agent.engine:
+            self.run_worker(replaced.engine.aclose(), group="close", exit_on_error=False)
 
     @on(AgentFailed)
     def _agent_failed(self, message: AgentFailed) -> None:
+        if message.request is not self._loading:
+            return
+        self._loading = None
+        request = message.request
+        if request.model is not None:
+            self.settings.model = request.previous_model  # the next /model or /resume builds on the old one
+        if self.agent is not None:  # the agent in use stays: say so, and carry on with it
+            info = self.agent.engine.info
+            self.status.show(state="ready", model=info.model)
+            what = f"model {request.model}" if request.model is not None else f"session {request.resume}"
+            self.say(message.message, title=f"could not load {what}", severity="error", timeout=15)
+            self.note(f"could not load {what}: {message.message}\nstill on {short_model(info.model)}", "error")
+            self._send_next()
+            return
         self.status.show(state="error")
         self.say(message.message, title="the model could not start", severity="error", timeout=30)
-        self.view.add_note(message.message, "error")
+        self.note(message.message, "error")
         if self._waiting:
-            self.view.add_note(f"{len(self._waiting)} queued message(s) not sent.", "dim")
-            self._waiting.clear()
+            self._hand_back_waiting()
+            self.note("The queued message is back in the editor: nothing was sent.", "dim")
 
     # --- sending a task ------------------------------------------------------------------
     @on(InputEditor.Submitted)
     def _submitted(self, message: InputEditor.Submitted) -> None:
         text = message.text.strip()
+        self.view.scroll_end(animate=False)  # what answers this must be seen
         if text.startswith("/"):
             self.run_command(text)
             return
-        self.view.add_user(text)
-        if self.agent is None or self.busy:
-            self._waiting.append(text)
-            what = "the model is loading" if self.agent is None else "the agent is working"
-            self.view.add_note(f"queued: {what}; it will be sent after.", "dim")
+        if self.agent is None or self.busy or self.loading:
+            # Kept out of the transcript until sent: mounted now, it would land inside the
+            # reply being written; Esc or Ctrl+C hand it back instead of sending it.
+            self._waiting.append((text, message.shown.strip()))
+            self._show_waiting()
             return
-        self._start_task(text)
+        self._start_task(text, message.shown.strip())
 
     @property
     def busy(self) -> bool:
         worker = self._agent_worker
         return worker is not None and worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
 
-    def _start_task(self, text: str) -> None:
+    def _start_task(self, text: str, shown: str | None = None) -> None:
+        self.view.add_user(text, shown)
+        self.view.scroll_end(animate=False)
         self.status.show(state="working")
         self._agent_worker = self.run_agent(text)
 
+    def _send_next(self) -> None:
+        if self._waiting and self.agent is not None and not self.busy and not self.loading:
+            self._start_task(*self._waiting.pop(0))
+        self._show_waiting()
+
+    def _show_waiting(self) -> None:
+        n = len(self._waiting)
+        what = "1 message" if n == 1 else f"{n} messages"
+        self.editor.border_title = f"{what} queued, sent when the agent is free · Esc takes back" if n else ""
+
+    def _hand_back_waiting(self) -> None:
+        """Queued messages return to the editor, unsent (Esc, Ctrl+C, a failed load)."""
+        if self._waiting:
+            self.editor.restore("\n\n".join(shown for _, shown in self._waiting))
+            self._waiting.clear()
+        self._show_waiting()
+
     @work(exclusive=True, group="agent", exit_on_error=False)
     async def run_agent(self, text: str) -> None:
+        agent = self.agent
+        if agent is None:
+            return
         try:
-            async for event in self.agent.run(text):
+            async for event in agent.run(text):
                 self.queue_event(event)
         except asyncio.CancelledError:
             raise
@@ -168,7 +285,7 @@ class CloverApp(App):
             self.queue_event(ErrorEvent(describe_error(exc), error_source(exc)))
             self.queue_event(TurnFinished("error", ""))
 
-    def queue_event(self, event: Any) -> None:
+    def queue_event(self, event: Event) -> None:
         self._events.append(event)
         if not self._events_posted:
             self._events_posted = True
@@ -190,10 +307,9 @@ class CloverApp(App):
     def _worker_changed(self, event: Worker.StateChanged) -> None:
         ended = (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED)
         if event.worker is self._agent_worker and event.state in ended:
-            if self.agent is not None and self._waiting:
-                self._start_task(self._waiting.pop(0))
-            elif event.state != WorkerState.ERROR:
+            if event.state != WorkerState.ERROR:
                 self.status.show(state="ready")
+            self._send_next()
 
     # --- drawing events ------------------------------------------------------------------
     @on(EventsPending)
@@ -203,7 +319,7 @@ class CloverApp(App):
         self._events.clear()
         self.apply_events(events)
 
-    def apply_events(self, events: list[Any], live: bool = True) -> None:
+    def apply_events(self, events: list[Event], live: bool = True) -> None:
         """Draw a batch of agent events; the reply text of consecutive blocks becomes one write.
         The text is the agent's parse of the reply (TextDelta): tool-call markup never reaches
         the screen, however the blocks cut it."""
@@ -229,7 +345,7 @@ class CloverApp(App):
         write_text()
         self._show_stats()
 
-    def apply_event(self, event: Any, live: bool) -> None:
+    def apply_event(self, event: Event, live: bool) -> None:
         view = self.view
         if isinstance(event, UserMessage):
             if not live:
@@ -246,11 +362,8 @@ class CloverApp(App):
             view.card(event.call).set_status("running")
         elif isinstance(event, ToolFinished):
             view.card(event.call).show_result(event.ok, event.output, event.seconds, event.data)
-        elif isinstance(event, Compacted) and not event.dropped_messages:
-            view.add_note("nothing to compact yet: the conversation is short", "dim")
         elif isinstance(event, Compacted):
-            view.add_note(f"compacted: {event.dropped_messages} messages summarised, "
-                          f"{event.tokens_before} → {event.tokens_after} tokens", "dim")
+            self._show_compacted(event)
         elif isinstance(event, Notice):
             view.add_note(event.text, "dim")
             if live:
@@ -266,6 +379,14 @@ class CloverApp(App):
             if not live:
                 view.cancel_running()
 
+    def _show_compacted(self, event: Compacted) -> None:
+        if not event.dropped_messages:
+            self.view.add_note("nothing to compact yet: the conversation is short", "dim")
+            return
+        self.stats.context_used = event.tokens_after  # the meter drops now, not at the next reply
+        self.view.add_note(f"compacted: {event.dropped_messages} messages summarised, "
+                           f"{event.tokens_before} → {event.tokens_after} tokens", "dim")
+
     def _show_stats(self) -> None:
         generated = self.stats.generated
         last = generated.last
@@ -274,12 +395,12 @@ class CloverApp(App):
                                        session_seconds=generated.generation_seconds)
         if last is not None:
             changes.update(block_tokens=last.tokens, block_forward_passes=last.forward_passes, block_ms=last.ms)
-        info = getattr(getattr(self.agent, "engine", None), "info", None)
-        if info is not None:  # a server's window is learned with its first request
+        if self.agent is not None:  # a server's window is learned with its first request
+            info = self.agent.engine.info
             changes.update(model=info.model, context_window=info.context_window, context_source=info.context_source)
         self.status.show(**changes)
 
-    def replay(self, events: list[Any]) -> None:
+    def replay(self, events: list[Event]) -> None:
         """Draw a resumed session's events, finished."""
         self.apply_events(list(events), live=False)
         self.view.end_assistant()
@@ -288,15 +409,26 @@ class CloverApp(App):
     # --- approvals -----------------------------------------------------------------------
     async def approve(self, request: ApprovalNeeded) -> str:
         """The agent's approver: wait for the user's y / a / n."""
-        answer: asyncio.Future = asyncio.get_running_loop().create_future()
+        answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.post_message(ApprovalRequested(request, answer))
         return await answer
 
     @on(ApprovalRequested)
     def _ask(self, message: ApprovalRequested) -> None:
         self._pending_answer = message.answer
-        self.query_one(ApprovalPrompt).ask(message.request)
+        self.editor.display = False  # its rows go to the preview; nothing can be typed meanwhile
+        self.query_one(ApprovalPrompt).ask(message.request, self._always_rule(message.request))
         self._keep_bottom()
+
+    def _always_rule(self, request: ApprovalNeeded) -> str:
+        """The rule an "always" answer would add, as the agent will make it (agent/calls.py)."""
+        permissions = self.agent.permissions if self.agent is not None else None
+        arguments = parse_arguments(request.call.arguments) or {}
+        try:
+            return rule_for_always(request.kind, request.call.name, arguments,
+                                   permissions.root if permissions is not None else None)
+        except Exception:  # arguments the rule cannot be made from: the legend names the tool
+            return ""
 
     @on(ApprovalPrompt.Answered)
     def _answered(self, message: ApprovalPrompt.Answered) -> None:
@@ -304,30 +436,63 @@ class CloverApp(App):
         if future is not None and not future.done():
             future.set_result(message.answer)
         self._pending_answer = None
-        self.query_one(InputEditor).focus()
+        self._editor_back()
+
+    def _editor_back(self) -> None:
+        self.editor.display = True
+        self.editor.focus()
         self._keep_bottom()
 
     # --- keys ----------------------------------------------------------------------------
     def action_cancel(self) -> None:
+        """Esc: stop the running turn; messages queued behind it come back to the editor."""
+        self._hand_back_waiting()
         if not self.busy:
             return
-        self._agent_worker.cancel()
+        if self._agent_worker is not None:
+            self._agent_worker.cancel()
         self._events.clear()
         prompt = self.query_one(ApprovalPrompt)
         if prompt.request is not None:
             prompt.close()
-            self.query_one(InputEditor).focus()
+            self._editor_back()
         self.view.cancel_running()
         self.status.show(state="ready")
 
     def action_interrupt(self) -> None:
+        """Ctrl+C: clear the editor; else stop the turn; else quit, if pressed again soon."""
+        editor = self.editor
+        if editor.display and editor.text and not self._waiting:
+            editor.take_text()
+            self.say("Cleared (Up brings it back).", timeout=QUIT_WINDOW_S)
+            return
         now = time.monotonic()
         if now - self._last_ctrl_c < QUIT_WINDOW_S:
-            self.exit()
+            self.quit()
             return
         self._last_ctrl_c = now
         self.action_cancel()
-        self.notify("Press Ctrl+C again to quit.", timeout=QUIT_WINDOW_S)
+        self.say("Press Ctrl+C again to quit.", timeout=QUIT_WINDOW_S)
+
+    @on(InputEditor.QuitRequested)
+    def quit(self) -> None:
+        self.exit()
+
+    @on(InputEditor.ScrollRequested)
+    def _scroll(self, message: InputEditor.ScrollRequested) -> None:
+        self.view.scroll_by_key(message.where)
+
+    def on_key(self, event: events.Key) -> None:
+        """A key no widget took while the editor was not focused (a tool card was clicked):
+        typing goes to the editor rather than nowhere."""
+        editor = self.editor
+        if not editor.display or self.focused is editor or not event.is_printable or not event.character:
+            return
+        if isinstance(self.focused, ApprovalPrompt):
+            return
+        editor.focus()
+        editor.insert(event.character)
+        event.stop()
 
     def action_toggle_denoise(self) -> None:
         self.query_one(DenoiseView).toggle()
@@ -336,16 +501,44 @@ class CloverApp(App):
         self.run_command(line)
 
     def run_command(self, line: str) -> None:
-        from clover_code.ui.tui.commands import run_command
-
         run_command(self, line)
 
-    # --- helpers -------------------------------------------------------------------------
-    def say(self, text: str, **options: Any) -> None:
+    # --- what commands use (command_host.CommandHost) ------------------------------------
+    def say(self, text: str, *, severity: Severity = "information", timeout: float | None = None,
+            title: str = "") -> None:
         """A notification of text from the agent, tools or config: shown as written, never
         read as markup (`[/]` would raise) nor passed to the terminal raw."""
-        self.notify(visible(text), markup=False, **options)
+        self.notify(visible(text), title=visible(title), markup=False, severity=severity, timeout=timeout)
 
+    def note(self, text: str, kind: str = "info") -> None:
+        self.view.add_note(text, kind)
+        self.view.scroll_end(animate=False)
+
+    def in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        self.run_worker(work, group="command", exit_on_error=False)
+
+    def in_thread(self, job: Callable[[], T], done: Callable[[T], None]) -> None:
+        def run() -> None:
+            try:
+                result = job()
+            except Exception as exc:
+                self.call_from_thread(self.report, exc)
+            else:
+                self.call_from_thread(done, result)
+
+        self.run_worker(run, thread=True, group="command", exit_on_error=False)
+
+    def report(self, exc: BaseException, doing: str = "") -> None:
+        self.note(f"{doing}{describe_error(exc)}", "error")
+
+    def clear_session(self) -> None:
+        self.view.clear()
+        if self.agent is not None:
+            self.agent.clear()
+            self.stats.context_used = self.agent.conversation.tokens()
+        self.status.show(context_used=self.stats.context_used)
+
+    # --- helpers -------------------------------------------------------------------------
     def _keep_bottom(self) -> None:
         """The prompt below changed the view's height: show its end again (unless scrolled up)."""
         view = self.view
@@ -353,30 +546,17 @@ class CloverApp(App):
             self.call_after_refresh(view.scroll_end, animate=False)
 
     def _workspace_paths(self) -> list[str]:
-        from clover_code.ui.tui.commands import workspace_paths
-
         at, paths = self._paths_cache
         if time.monotonic() - at > 10:
-            paths = workspace_paths(self.cwd, getattr(getattr(self.agent, "ctx", None), "git", None))
+            paths = workspace_paths(self.cwd, self.agent.ctx.git if self.agent is not None else None)
             self._paths_cache = (time.monotonic(), paths)
         return paths
 
 
-# Errors whose message says what to do (a checkpoint's is a ToolError): shown as they are.
-ACTIONABLE_ERRORS = (EngineError, ConfigError, ToolError, SessionError)
-
-
-def describe_error(exc: BaseException) -> str:
-    """One line a user can act on, without a traceback."""
-    if isinstance(exc, ACTIONABLE_ERRORS):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc} (see the session log in .clover/sessions for details)"
-
-
-def _factory_of(build_agent: AgentBuilder, settings: Settings, cwd: Path, app_ref: list) -> AgentFactory:
+def _factory_of(build_agent: AgentBuilder, settings: Settings, cwd: Path, app_ref: list[CloverApp]) -> AgentFactory:
     """The app's agent factory from the wiring's builder; it reads `settings` when called,
     so `/model` and `/mode` changes apply to the next agent."""
-    def build(approver, resume):
+    def build(approver: Approver, resume: str | None) -> Agent:
         return build_agent(settings, cwd, approver, resume=resume, on_progress=app_ref[0].loading_progress)
 
     return build
@@ -386,7 +566,7 @@ def make_app(settings: Settings, cwd: Path | None = None, *, agent_factory: Agen
              build_agent: AgentBuilder | None = None, resume: str | None = None) -> CloverApp:
     """The app; give it `build_agent` (what the CLI does) or a ready `agent_factory` (tests)."""
     cwd = Path(cwd or Path.cwd()).resolve()
-    app_ref: list = []
+    app_ref: list[CloverApp] = []
     if agent_factory is None:
         if build_agent is None:
             raise TypeError("make_app needs build_agent or agent_factory")
@@ -396,8 +576,19 @@ def make_app(settings: Settings, cwd: Path | None = None, *, agent_factory: Agen
     return app
 
 
+def _has_events(cwd: Path, session_id: str) -> bool:
+    try:
+        log = sessions_dir(cwd) / f"{session_id}.jsonl"
+        return log.is_file() and log.stat().st_size > 0
+    except (OSError, SessionError):
+        return False
+
+
 def run_app(settings: Settings, cwd: Path, build_agent: AgentBuilder, resume: str | None = None) -> int:
     """`clover-code` without --task: the TUI until the user quits; its exit code."""
     app = make_app(settings, cwd, build_agent=build_agent, resume=resume)
     app.run()
+    if app.session_id is not None and _has_events(cwd, app.session_id):  # the terminal is the user's again
+        print(f"Session {app.session_id} saved; continue it with:\n  clover-code --resume {app.session_id}",
+              file=sys.stderr)
     return app.return_code or 0

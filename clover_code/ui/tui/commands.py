@@ -1,22 +1,24 @@
 """Slash commands typed into the TUI's editor: `/help`, `/undo`, `/diff`, ...
 
-Each command is a small function of (app, argument). Commands that wait on the agent or
-on git run in workers so the screen stays live; failures become notes, never tracebacks.
+Each command is a small function of (host, argument), the host being what a command may
+use of the app (command_host.CommandHost). Commands that wait on the agent or on git run in
+workers so the screen stays live; failures become notes, never tracebacks.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable, Protocol
 
 from rich.syntax import Syntax
 from textual.widgets import Static
 
-from clover_code.settings import APPROVAL_MODES
+from clover_code.settings import APPROVAL_MODES, ApprovalMode
 from clover_code.ui.terminal_text import visible
 from clover_code.tools import ToolError
 from clover_code.tools.sandbox.gitrun import Git
+from clover_code.ui.tui.command_host import CommandHost
 
 HELP = """\
 Commands
@@ -35,202 +37,205 @@ Commands
   /quit              leave (also Ctrl+C twice)
 Keys
   Enter send · Ctrl+J newline · Up/Down history · Tab complete @path
-  Esc cancel the running generation or tool · y / a / n answer an approval"""
+  Esc cancel the running generation or tool (queued messages come back to the editor)
+  Ctrl+C clear the editor; on an empty one cancel, twice quit · Ctrl+D on an empty one quit
+  PgUp/PgDn scroll the transcript · Ctrl+Home/End (Home/End on an empty editor) its top/end
+  y / a / n answer an approval (arrows, PgUp/PgDn scroll what it shows)"""
 
 
-def run_command(app: Any, line: str) -> None:
+class Checkpointing(Protocol):
+    """What /undo and /diff use of the session's checkpoints (tools.workspace.checkpoints)."""
+
+    def undo(self) -> str: ...
+
+    def diff_since_start(self) -> str: ...
+
+
+NEEDS_AGENT = ("/undo", "/diff", "/commit", "/compact", "/mode", "/clear")
+Command = Callable[[CommandHost, str], None]
+
+
+def run_command(app: CommandHost, line: str) -> None:
     name, _, arg = line.strip().partition(" ")
     command = COMMANDS.get(name.lower())
     if command is None:
-        app.view.add_note(f"unknown command {name}; /help lists them", "error")
+        app.note(f"unknown command {name}; /help lists them", "error")
         return
-    needs_agent = name in ("/undo", "/diff", "/commit", "/compact", "/mode", "/clear")
-    if needs_agent and app.agent is None:
-        app.notify("The agent is still starting; try again in a moment.", severity="warning")
+    if name in NEEDS_AGENT and app.agent is None:
+        app.say("The agent is still starting; try again in a moment.", severity="warning")
         return
-    if needs_agent and app.busy and name != "/mode":
-        app.notify("The agent is working: wait, or press Esc to cancel it first.", severity="warning")
+    if name in NEEDS_AGENT and app.busy and name != "/mode":
+        app.say("The agent is working: wait, or press Esc to cancel it first.", severity="warning")
         return
     command(app, arg.strip())
 
 
-def _help(app: Any, arg: str) -> None:
-    app.view.add_note(HELP, "help")
+def _help(app: CommandHost, arg: str) -> None:
+    app.note(HELP, "help")
 
 
-def _checkpoints(app: Any) -> Any:
-    ctx = getattr(app.agent, "ctx", None)
-    return getattr(ctx, "checkpoints", None)
+def _checkpoints(app: CommandHost) -> Checkpointing | None:
+    return app.agent.ctx.checkpoints if app.agent is not None else None
 
 
-def _undo(app: Any, arg: str) -> None:
+def _undo(app: CommandHost, arg: str) -> None:
     checkpoints = _checkpoints(app)
     if checkpoints is None:
-        app.view.add_note("undo is not available: this session keeps no checkpoints", "error")
+        app.note("undo is not available: this session keeps no checkpoints", "error")
         return
-    _in_thread(app, checkpoints.undo, lambda summary: app.view.add_note(summary, "info"))
+    app.in_thread(checkpoints.undo, lambda summary: app.note(summary, "info"))
 
 
-def _diff(app: Any, arg: str) -> None:
+def _diff(app: CommandHost, arg: str) -> None:
     checkpoints = _checkpoints(app)
     if checkpoints is None:
-        app.view.add_note("diff is not available: this session keeps no checkpoints", "error")
+        app.note("diff is not available: this session keeps no checkpoints", "error")
         return
 
     def show(diff: str) -> None:
         if not diff.strip():
-            app.view.add_note("No changes since the session started.", "info")
+            app.note("No changes since the session started.", "info")
             return
         app.view.mount(Static(Syntax(visible(diff), "diff", theme="ansi_dark", background_color="default"),
                               classes="note -diff"))
+        app.view.scroll_end(animate=False)
 
-    _in_thread(app, checkpoints.diff_since_start, show)
+    app.in_thread(checkpoints.diff_since_start, show)
 
 
-def _commit(app: Any, arg: str) -> None:
+def _commit(app: CommandHost, arg: str) -> None:
     message = arg or "Changes made with clover-code"
-    registry, ctx = getattr(app.agent, "registry", None), getattr(app.agent, "ctx", None)
+    agent = app.agent
+    if agent is None or "git_commit" not in agent.registry.tools:
+        app.note("commit is not available: no git_commit tool", "error")
+        return
+    registry, ctx = agent.registry, agent.ctx
 
     async def commit() -> None:
-        if registry is None or "git_commit" not in registry.tools:
-            app.view.add_note("commit is not available: no git_commit tool", "error")
-            return
         result = await registry.call("git_commit", {"message": message}, ctx)
-        app.view.add_note(result.output, "info" if result.ok else "error")
+        app.note(result.output, "info" if result.ok else "error")
 
-    app.run_worker(commit(), group="command")
+    app.in_background(commit())
 
 
-def _model(app: Any, arg: str) -> None:
-    info = getattr(getattr(app.agent, "engine", None), "info", None)
+def _model(app: CommandHost, arg: str) -> None:
     if not arg:
-        if info is None:
-            app.view.add_note("The model is still loading.", "info")
-        else:
-            app.view.add_note(f"engine {info.name} · model {info.model} · context {info.context_window} "
-                              f"tokens ({info.context_source}) · block {info.block_size} · "
-                              f"threshold {info.threshold}", "info")
+        if app.agent is None:
+            app.note("The model is still loading.", "info")
+            return
+        info = app.agent.engine.info
+        app.note(f"engine {info.name} · model {info.model} · context {info.context_window} "
+                 f"tokens ({info.context_source}) · block {info.block_size} · "
+                 f"threshold {info.threshold}", "info")
         return
     if app.busy:
-        app.notify("The agent is working: press Esc first.", severity="warning")
+        app.say("The agent is working: press Esc first.", severity="warning")
         return
-    app.settings.model = arg
-    app.agent = None
-    app.status.show(model=arg, state="loading")
-    app.view.add_note(f"loading model {arg}…", "dim")
-    app.load_agent("last" if app.stats.turns else None)
+    app.note(f"loading model {arg}… (the current one stays until it is ready)", "dim")
+    # The conversation goes on with the new model: it resumes this session's log.
+    session = app.agent.session if app.agent is not None else None
+    app.load_agent(session.id if session is not None and app.stats.turns else None, model=arg)
 
 
-def _mode(app: Any, arg: str) -> None:
-    permissions = getattr(app.agent, "permissions", None) if app.agent else None
-    current = permissions.mode if permissions is not None else app.settings.approval
+def _mode(app: CommandHost, arg: str) -> None:
+    agent = app.agent
+    current = agent.permissions.mode if agent is not None else app.settings.approval
     if not arg:
-        app.view.add_note(f"approval mode: {current}  (choose from {', '.join(APPROVAL_MODES)})", "info")
+        app.note(f"approval mode: {current}  (choose from {', '.join(APPROVAL_MODES)})", "info")
         return
-    if arg not in APPROVAL_MODES:
-        app.view.add_note(f"unknown mode {arg!r}; choose one of {', '.join(APPROVAL_MODES)}", "error")
+    mode = _approval_mode(arg)
+    if mode is None:
+        app.note(f"unknown mode {arg!r}; choose one of {', '.join(APPROVAL_MODES)}", "error")
         return
-    app.settings.approval = arg
-    if permissions is not None:
-        permissions.mode = arg
+    app.settings.approval = mode
+    if agent is not None:
+        agent.permissions.mode = mode
         # full-auto never asks, so its shell must run sandboxed (as build_agent sets it up).
-        app.agent.ctx.sandbox = app.settings.sandbox or arg == "full-auto"
-    app.status.show(approval=arg)
-    app.view.add_note(f"approval mode: {arg}", "info")
+        agent.ctx.sandbox = app.settings.sandbox or mode == "full-auto"
+    app.status.show(approval=mode)
+    app.note(f"approval mode: {mode}", "info")
 
 
-def _compact(app: Any, arg: str) -> None:
+def _approval_mode(name: str) -> ApprovalMode | None:
+    for mode in APPROVAL_MODES:
+        if mode == name:
+            return mode
+    return None
+
+
+def _compact(app: CommandHost, arg: str) -> None:
+    agent = app.agent
+    if agent is None:
+        return
+
     async def compact() -> None:
         app.status.show(state="working")
         try:
-            event = await app.agent.compact()
+            event = await agent.compact()
         except Exception as exc:
-            from clover_code.ui.tui.app import describe_error
-
-            app.view.add_note(f"compaction failed: {describe_error(exc)}", "error")
+            app.report(exc, "compaction failed: ")
         else:
             app.apply_events([event])
         app.status.show(state="ready")
 
-    app.run_worker(compact(), group="command")
+    app.in_background(compact())
 
 
-def _clear(app: Any, arg: str) -> None:
-    app.view.clear()
-    if app.agent is not None:
-        app.agent.clear()
-    app.stats.context_used = 0
-    app.status.show(context_used=0)
+def _clear(app: CommandHost, arg: str) -> None:
+    app.clear_session()
 
 
-def _resume(app: Any, arg: str) -> None:
+def _resume(app: CommandHost, arg: str) -> None:
     from clover_code.agent.session import SessionError, SessionLog, sessions_dir
 
     if app.busy:
-        app.notify("The agent is working: press Esc first.", severity="warning")
+        app.say("The agent is working: press Esc first.", severity="warning")
         return
-    current = getattr(getattr(app.agent, "session", None), "path", None)
+    session = app.agent.session if app.agent is not None else None
+    current = sessions_dir(app.cwd) / f"{session.id}.jsonl" if session is not None else None
     logs = sorted(sessions_dir(app.cwd).glob("*.jsonl"), key=lambda p: (p.stat().st_mtime, p.name))
     others = [p for p in logs if p != current]
     try:
         which = SessionLog.open(app.cwd, arg).id if arg else (others[-1].stem if others else None)
     except SessionError as exc:
-        app.view.add_note(str(exc), "error")
+        app.note(str(exc), "error")
         return
     if which is None:
-        app.view.add_note("No earlier session to resume in this folder.", "info")
+        app.note("No earlier session to resume in this folder.", "info")
         return
     if current is not None and current.exists() and current.stat().st_size == 0:
         current.unlink()  # the fresh session we leave held nothing
-    app.view.clear()
-    app.resume = which
-    app.agent = None
-    app.status.show(state="loading")
+    app.note(f"resuming session {which}…", "dim")
     app.load_agent(which)
 
 
-def _init(app: Any, arg: str) -> None:
+def _init(app: CommandHost, arg: str) -> None:
     path = app.cwd / "AGENTS.md"
     if path.exists():
-        app.view.add_note("AGENTS.md already exists; edit it, or delete it and run /init again.", "info")
+        app.note("AGENTS.md already exists; edit it, or delete it and run /init again.", "info")
         return
     path.write_text(agents_md(app.cwd), encoding="utf-8")
-    app.view.add_note(f"wrote {path.name}: tell the agent how to build, test and style this "
-                      "repository there.", "info")
+    app.note(f"wrote {path.name}: tell the agent how to build, test and style this "
+             "repository there.", "info")
 
 
-def _stats(app: Any, arg: str) -> None:
-    app.view.add_note(app.stats.summary(), "info")
+def _stats(app: CommandHost, arg: str) -> None:
+    app.note(app.stats.summary(), "info")
 
 
-def _denoise(app: Any, arg: str) -> None:
+def _denoise(app: CommandHost, arg: str) -> None:
     app.action_toggle_denoise()
 
 
-def _quit(app: Any, arg: str) -> None:
-    app.exit()
+def _quit(app: CommandHost, arg: str) -> None:
+    app.quit()
 
 
-COMMANDS: dict[str, Callable[[Any, str], None]] = {
+COMMANDS: dict[str, Command] = {
     "/help": _help, "/undo": _undo, "/diff": _diff, "/commit": _commit, "/model": _model,
     "/mode": _mode, "/compact": _compact, "/clear": _clear, "/resume": _resume, "/init": _init,
     "/stats": _stats, "/denoise": _denoise, "/quit": _quit, "/exit": _quit,
 }
-
-
-def _in_thread(app: Any, job: Callable[[], Any], done: Callable[[Any], None]) -> None:
-    """Run blocking `job` (git) off the event loop, then `done(result)` on it."""
-    def work() -> None:
-        try:
-            result = job()
-        except Exception as exc:
-            from clover_code.ui.tui.app import describe_error
-
-            app.call_from_thread(app.view.add_note, describe_error(exc), "error")
-        else:
-            app.call_from_thread(done, result)
-
-    app.run_worker(work, thread=True, group="command")
 
 
 # --- helpers shared with the editor ------------------------------------------------------

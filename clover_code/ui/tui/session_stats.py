@@ -14,11 +14,15 @@ class SessionStats:
     turns: int = 0
     tool_calls: int = 0
     context_used: int = 0  # prompt + reply tokens of the latest request
+    _prompt: int = 0  # the latest request's prompt tokens, or a stand-in until it says
 
     def add_block(self, block: Block) -> None:
+        if block.index == 0:  # engines say the prompt's size with the last block: until then
+            self._prompt = self.context_used  # the context so far stands in, so the meter moves
         self.generated.add(block)
         if block.prompt_tokens is not None:
-            self.context_used = block.prompt_tokens + self.generated.request_tokens
+            self._prompt = block.prompt_tokens
+        self.context_used = self._prompt + self.generated.request_tokens
 
     def tokens_per_second(self) -> float:
         g = self.generated

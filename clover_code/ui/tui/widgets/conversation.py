@@ -1,9 +1,12 @@
 """ConversationView: the scrolling transcript: user messages, replies, tool cards, notes.
 
-Stays anchored to the bottom while new text arrives, until the user scrolls up.
+Stays anchored to the bottom while new text arrives, until the user scrolls up; what the
+user sends (a message, a command) brings it back down, so its answer is seen.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from rich.text import Text
 from textual.containers import VerticalScroll
@@ -25,9 +28,9 @@ class ConversationView(VerticalScroll, can_focus=False):
     def on_mount(self) -> None:
         self.anchor()
 
-    def add_user(self, text: str) -> UserMessage:
+    def add_user(self, text: str, shown: str | None = None) -> UserMessage:
         self.end_assistant()
-        widget = UserMessage(text)
+        widget = UserMessage(text, shown)
         self.mount(widget)
         return widget
 
@@ -37,13 +40,6 @@ class ConversationView(VerticalScroll, can_focus=False):
             self.mount(self.current)
         self.current.append(text)
         return self.current
-
-    def add_assistant(self, text: str) -> AssistantMessage:
-        """A finished reply (history, resumed sessions)."""
-        self.end_assistant()
-        widget = AssistantMessage(text, frozen=True)
-        self.mount(widget)
-        return widget
 
     def end_assistant(self, note: str | None = None) -> None:
         if self.current is not None:
@@ -69,6 +65,17 @@ class ConversationView(VerticalScroll, can_focus=False):
         widget = Static(Text(visible(text)), classes=f"note -{kind}")  # notes quote tools and git
         self.mount(widget)
         return widget
+
+    def scroll_by_key(self, where: Literal["page_up", "page_down", "top", "bottom"]) -> None:
+        """Keys from the editor. Reaching the bottom anchors the view again (scroll_end does)."""
+        if where == "page_up":
+            self.scroll_page_up(animate=False)
+        elif where == "page_down":
+            self.scroll_page_down(animate=False)
+        elif where == "top":
+            self.scroll_home(animate=False)
+        else:
+            self.scroll_end(animate=False)
 
     def clear(self) -> None:
         self.current = None

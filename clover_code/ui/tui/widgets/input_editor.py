@@ -2,7 +2,9 @@
 
 Enter sends, Ctrl+J (or Shift+Enter where the terminal reports it) adds a newline,
 Up/Down on the first/last line walk the history, Tab completes `@path`, and a large paste
-is kept out of the way as a placeholder that expands when sent.
+is kept out of the way as a placeholder that expands when sent. Keys that mean nothing to
+an editor of a few lines (PageUp/PageDown, Ctrl+Home/End, Home/End when it is empty, Ctrl+D
+when it is empty) are passed on to the app as messages.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Literal
 
 from textual import events
 from textual.content import Content
@@ -22,6 +24,20 @@ from clover_code.ui.terminal_text import visible
 PASTE_LINES, PASTE_CHARS = 8, 800  # a paste larger than this becomes a placeholder
 _AT_PATH = re.compile(r"@([\w./\-]*)$")
 _PLACEHOLDER = "[pasted text #{n}: {lines} lines]"
+ScrollTo = Literal["page_up", "page_down", "top", "bottom"]
+# Keys the transcript takes from the editor; Home/End only when the editor is empty.
+_SCROLL_KEYS: dict[str, ScrollTo] = {"pageup": "page_up", "pagedown": "page_down",
+                                     "ctrl+home": "top", "ctrl+end": "bottom"}
+_SCROLL_KEYS_WHEN_EMPTY: dict[str, ScrollTo] = {"home": "top", "end": "bottom"}
+
+
+def normalize_newlines(text: str) -> str:
+    """Terminals send CR (or CR LF) between pasted lines; the document and the model want LF."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def line_count(text: str) -> int:
+    return text.count("\n") + 1
 
 
 class InputEditor(TextArea):
@@ -31,7 +47,17 @@ class InputEditor(TextArea):
 
     @dataclass
     class Submitted(Message):
-        text: str
+        text: str  # what the model gets: pastes expanded
+        shown: str  # what the transcript shows: pastes as their placeholders
+
+    @dataclass
+    class ScrollRequested(Message):
+        """A scrolling key the editor does not use: the transcript's."""
+        where: ScrollTo
+
+    @dataclass
+    class QuitRequested(Message):
+        """Ctrl+D on an empty editor, as in a shell."""
 
     def __init__(self, *, paths: Callable[[], list[str]] | None = None, id: str | None = None) -> None:
         super().__init__(id=id, soft_wrap=True, tab_behavior="focus", show_line_numbers=False,
@@ -53,12 +79,31 @@ class InputEditor(TextArea):
         text = self.expanded_text()
         if not text.strip():
             return
-        self.sent.append(self.text)
-        self._history_at = None
-        self._pastes.clear()
+        shown = self.text
+        self.remember(shown)
         self.clear()
         self.border_subtitle = ""
-        self.post_message(self.Submitted(text))
+        # The pastes stay known: history brings their placeholders back.
+        self.post_message(self.Submitted(text, shown))
+
+    def remember(self, text: str) -> None:
+        """Put `text` in the history (what was sent, or what Ctrl+C cleared away)."""
+        if text.strip() and (not self.sent or self.sent[-1] != text):
+            self.sent.append(text)
+        self._history_at = None
+
+    def restore(self, text: str) -> None:
+        """Messages handed back (queued, then taken back): before what is being typed."""
+        current = self.text
+        self._show(text + ("\n\n" + current if current.strip() else ""))
+
+    def take_text(self) -> str:
+        """Empty the editor (into the history, so Up brings it back); what it held."""
+        text = self.text
+        self.remember(text)
+        self.clear()
+        self.border_subtitle = ""
+        return text
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":
@@ -75,7 +120,23 @@ class InputEditor(TextArea):
             event.stop()
             event.prevent_default()
             return
+        if self._pass_on(event.key):
+            event.stop()
+            event.prevent_default()
+            return
         await super()._on_key(event)
+
+    def _pass_on(self, key: str) -> bool:
+        """Post the app's message for a key the editor does not use; whether it was one."""
+        empty = not self.text
+        where = _SCROLL_KEYS.get(key) or (_SCROLL_KEYS_WHEN_EMPTY.get(key) if empty else None)
+        if where is not None:
+            self.post_message(self.ScrollRequested(where))
+            return True
+        if key == "ctrl+d" and empty:
+            self.post_message(self.QuitRequested())
+            return True
+        return False
 
     # --- history -------------------------------------------------------------------------
     def action_cursor_up(self, select: bool = False) -> None:
@@ -104,15 +165,20 @@ class InputEditor(TextArea):
 
     # --- paste ---------------------------------------------------------------------------
     async def _on_paste(self, event: events.Paste) -> None:
-        text = event.text
-        lines = text.count("\n") + 1
-        if lines <= PASTE_LINES and len(text) <= PASTE_CHARS:
-            return await super()._on_paste(event)
+        # Handled here, whole: Textual would also run TextArea's own handler after this one
+        # (it dispatches to each class of the MRO) unless the default is prevented.
         event.stop()
         event.prevent_default()
-        placeholder = _PLACEHOLDER.format(n=len(self._pastes) + 1, lines=lines)
-        self._pastes[placeholder] = text
-        self.insert(placeholder)
+        if self.read_only:
+            return
+        text = normalize_newlines(event.text)
+        lines = line_count(text)
+        if lines > PASTE_LINES or len(text) > PASTE_CHARS:
+            placeholder = _PLACEHOLDER.format(n=len(self._pastes) + 1, lines=lines)
+            self._pastes[placeholder] = text
+            text = placeholder
+        start, end = sorted(self.selection)
+        self.move_cursor(self.replace(text, start, end).end_location)
 
     # --- @path completion ----------------------------------------------------------------
     def _complete(self) -> bool:

@@ -1,6 +1,7 @@
 """ToolCard: one tool call: name, arguments, status, duration; collapsible.
 
-Edits show their diff syntax-highlighted, shell commands their output and exit code.
+Edits show their diff syntax-highlighted, shell commands their output and exit code (once,
+in the heading), other calls their arguments as `name: value` lines.
 Everything shown comes from the model or the workspace: it passes `visible` (no terminal
 controls) and is never read as markup (the title is Content, not a markup string).
 """
@@ -8,6 +9,7 @@ controls) and is never read as markup (the title is Content, not a markup string
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from rich.console import Group
@@ -21,7 +23,11 @@ from clover_code.engine import ToolCall
 from clover_code.ui.terminal_text import visible
 
 MAX_OUTPUT_LINES = 60
+MAX_VALUE_LINES = 12  # of one argument in a card (an edit's old/new text shows as its diff)
+# The shell's own status line (tools/shell.py): the heading says it, the output need not.
+_EXIT_LINE = re.compile(r"\n?\[exit code (-?\d+)\]\s*$")
 _KEY_ARGS = ("path", "command", "pattern", "message", "query", "file")
+_EDIT_TEXTS = ("old_string", "new_string", "content", "patch")
 CardStatus = Literal["parsed", "approval", "running", "ok", "failed", "denied", "cancelled"]
 _STATUS: dict[CardStatus, tuple[str, str]] = {
     "parsed": ("…", "dim"), "approval": ("? waiting for approval", "yellow"),
@@ -56,9 +62,36 @@ def clip_lines(text: str, limit: int = MAX_OUTPUT_LINES) -> str:
     return "\n".join([*head, f"… {len(lines) - limit} more lines …", *tail])
 
 
-def diff_view(diff: str) -> Syntax:
-    return Syntax(visible(clip_lines(diff, 200)), "diff", theme="ansi_dark", word_wrap=True,
+def diff_view(diff: str, limit: int = 200) -> Syntax:
+    return Syntax(visible(clip_lines(diff, limit)), "diff", theme="ansi_dark", word_wrap=True,
                   background_color="default")
+
+
+def arguments_view(call: ToolCall, skip: tuple[str, ...] = ()) -> Text:
+    """A call's arguments as `name: value` lines: strings as written (several lines indented),
+    other values as JSON; null ones (a default the model left) are left out."""
+    args = parse_arguments(call.arguments)
+    if args is None:  # not a JSON object: shown as the model wrote it
+        return Text(visible(clip_lines(call.arguments, 30)), style="dim")
+    text = Text(style="dim")
+    for key, value in args.items():
+        if value is None or key in skip:
+            continue
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        shown = visible(clip_lines(shown.rstrip("\n"), MAX_VALUE_LINES))
+        if text:
+            text.append("\n")
+        text.append(f"{visible(key)}:", style="bold")
+        text.append(f"\n  {shown.replace(chr(10), chr(10) + '  ')}" if "\n" in shown else f" {shown}")
+    return text
+
+
+def split_exit_line(output: str) -> tuple[str, int | None]:
+    """The shell's output without its closing `[exit code N]` line, and N (None: no such line)."""
+    match = _EXIT_LINE.search(output)
+    if match is None:
+        return output, None
+    return output[: match.start()], int(match.group(1))
 
 
 class ToolCard(Collapsible):
@@ -70,21 +103,16 @@ class ToolCard(Collapsible):
         self.call = call
         self.status: CardStatus = "parsed"
         self.seconds: float | None = None
-        self._body = Static(self._arguments_view(), classes="tool-body")
+        self.exit_code: int | None = None
+        self._body = Static(arguments_view(call), classes="tool-body")
         super().__init__(self._body, title=self._heading(), collapsed=True)
 
     def _heading(self) -> Content:
         symbol, _ = _STATUS[self.status]
+        code = f" exit {self.exit_code}" if self.exit_code not in (None, 0) else ""
         took = f" {self.seconds:.2f}s" if self.seconds is not None else ""
         what = summarize(self.call)
-        return Content(f"{visible(self.call.name)}{'  ' + what if what else ''}   {symbol}{took}")
-
-    def _arguments_view(self) -> Text:
-        args = parse_arguments(self.call.arguments)
-        if args is None:
-            return Text(visible(self.call.arguments), style="dim")
-        body = json.dumps(args, indent=2, ensure_ascii=False)
-        return Text(visible(clip_lines(body, 30)), style="dim")
+        return Content(f"{visible(self.call.name)}{'  ' + what if what else ''}   {symbol}{code}{took}")
 
     def set_status(self, status: CardStatus, seconds: float | None = None) -> None:
         self.status = status
@@ -96,17 +124,19 @@ class ToolCard(Collapsible):
 
     def show_result(self, ok: bool, output: str, seconds: float, data: dict[str, Any]) -> None:
         denied = self.status == "denied"  # the user said no: that is the news, not the failure
-        self.set_status("denied" if denied else "ok" if ok else "failed", seconds)
-        parts: list[Any] = [self._arguments_view()]
-        diff = data.get("diff")
-        if isinstance(diff, str) and diff.strip():
-            parts.append(diff_view(diff))
-            self.collapsed = False
         code = data.get("exit_code")
-        if code is not None:
-            style = "green" if code == 0 else "red"
-            parts.append(Text(f"exit code {code}", style=f"bold {style}"))
-        if output.strip() and not (isinstance(diff, str) and diff.strip() and ok):
+        if isinstance(code, int):
+            output, _ = split_exit_line(output)
+            self.exit_code = code
+        self.set_status("denied" if denied else "ok" if ok else "failed", seconds)
+        diff = data.get("diff")
+        has_diff = isinstance(diff, str) and bool(diff.strip())
+        # An edit's old and new text are its diff: shown once, as the diff.
+        parts: list[Any] = [arguments_view(self.call, skip=_EDIT_TEXTS if has_diff else ())]
+        if has_diff:
+            parts.append(diff_view(str(diff)))
+            self.collapsed = False
+        if output.strip() and not (has_diff and ok):
             parts.append(Text(visible(clip_lines(output.rstrip()))))
         if not ok and not denied:
             self.collapsed = False

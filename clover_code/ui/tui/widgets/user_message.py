@@ -1,4 +1,4 @@
-"""UserMessage: what the user sent, shown as typed."""
+"""UserMessage: what the user sent, shown as typed (a large paste as its placeholder)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,6 @@ class UserMessage(Static):
     UserMessage { height: auto; }
     """
 
-    def __init__(self, text: str) -> None:
-        super().__init__(Text(visible(text)))  # pasted text, or a resumed log's
-        self.text = text
+    def __init__(self, text: str, shown: str | None = None) -> None:
+        super().__init__(Text(visible(shown or text)))  # pasted text, or a resumed log's
+        self.text = text  # what the model got

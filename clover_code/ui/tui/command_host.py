@@ -1,0 +1,81 @@
+"""CommandHost: what a slash command may use of the app, and nothing else.
+
+The app (clover_code.ui.tui.app.CloverApp) is one; the commands (commands.py) are typed
+against this, so they never import the app and the app imports them at the top.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+
+from clover_code.settings import Settings
+from clover_code.ui.tui.session_stats import SessionStats
+from clover_code.ui.tui.widgets.conversation import ConversationView
+from clover_code.ui.tui.widgets.status_bar import StatusBar
+
+if TYPE_CHECKING:  # types only: the TUI's first paint must not wait for the agent's imports
+    from clover_code.agent.events import Event
+    from clover_code.agent.loop import Agent
+
+T = TypeVar("T")
+Severity = Literal["information", "warning", "error"]
+
+
+class CommandHost(Protocol):
+    settings: Settings  # changed by /model and /mode: the next agent is built from them
+    cwd: Path
+    stats: SessionStats
+
+    @property
+    def agent(self) -> Agent | None:
+        """None while the model loads (or when it failed to)."""
+        ...
+
+    @property
+    def view(self) -> ConversationView: ...
+
+    @property
+    def status(self) -> StatusBar: ...
+
+    @property
+    def busy(self) -> bool:
+        """The agent is running a turn."""
+        ...
+
+    def say(self, text: str, *, severity: Severity = "information", timeout: float | None = None) -> None:
+        """A short notification (a toast), for what needs no place in the transcript."""
+        ...
+
+    def note(self, text: str, kind: str = "info") -> None:
+        """A line in the transcript, brought into view."""
+        ...
+
+    def in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` on the event loop without waiting for it."""
+        ...
+
+    def in_thread(self, job: Callable[[], T], done: Callable[[T], None]) -> None:
+        """Run blocking `job` (git) off the event loop, then `done(result)` on it; a failure
+        becomes an error note."""
+        ...
+
+    def report(self, exc: BaseException, doing: str = "") -> None:
+        """An error note for `exc` (a bug keeps its traceback)."""
+        ...
+
+    def load_agent(self, resume: str | None = None, *, model: str | None = None) -> None:
+        """Build a new agent in the background (resuming session `resume`; on model `model`).
+        With a model, the current agent stays until the new one is ready, and stays on if it fails."""
+        ...
+
+    def clear_session(self) -> None:
+        """A fresh conversation on the same agent."""
+        ...
+
+    def apply_events(self, events: list[Event], live: bool = True) -> None: ...
+
+    def action_toggle_denoise(self) -> None: ...
+
+    def quit(self) -> None: ...
