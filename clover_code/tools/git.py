@@ -143,6 +143,19 @@ class GitCommit:
             "default: every change in the work tree."
         )
 
+    async def preview(self, args: Args, ctx: ToolContext) -> str:
+        """What is approved: the message and the files the commit would take, as `git status
+        --short` lists them (not the arguments, whose `paths: null` means "everything")."""
+        def files(g: _Git) -> ToolResult:
+            spec = ["--", *g.pathspecs(args.paths)] if args.paths else []
+            lines = g.out("status", "--short", "--untracked-files=all", *spec).splitlines()
+            shown = lines[:STATUS_LINES] + ([f"[... {len(lines) - STATUS_LINES} more]"] if len(lines) > STATUS_LINES else [])
+            what = f"only {', '.join(args.paths)}" if args.paths else "every change in the work tree"
+            return ToolResult(True, "\n".join([f"git commit -m {args.message!r}", f"files ({what}):",
+                                               *(shown or ["(none: nothing to commit)"])]))
+
+        return (await _in_thread(files, ctx)).output
+
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         if not args.message.strip():
             raise ToolError("the commit message is empty")

@@ -186,7 +186,8 @@ class StatusBar(Horizontal):
     DEFAULT_CSS = """
     StatusBar { height: 1; dock: bottom; }
     StatusBar > #status-text { width: 1fr; height: 1; }
-    StatusBar > ProgressBar { width: 26; height: 1; display: none; }
+    StatusBar > ProgressBar { width: 27; height: 1; display: none; }
+    StatusBar > ProgressBar > Bar { width: 20; }
     StatusBar.-loading > ProgressBar { display: block; }
     """
 

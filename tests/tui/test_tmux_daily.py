@@ -1,0 +1,86 @@
+"""Issue 34's broken flows on the real `clover-code` in tmux, at the sizes people use:
+bracketed pastes with CR line breaks, a long diff to approve at 80x24, SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tmux_helpers import Tmux, logged_events, make_repo, needs_tmux, write_replies
+
+pytestmark = needs_tmux
+
+OLD = "".join(f"value_{i} = {i}\n" for i in range(200))
+NEW = "".join(f"value_{i} = {i * 2}\n" for i in range(200))
+
+
+@pytest.fixture
+def tmux():
+    server = Tmux(f"clover-daily-{os.getpid()}")
+    yield server
+    server("kill-server")
+
+
+def editor_lines(screen: str) -> list[str]:
+    """The editor's rows: between the last rounded top and bottom border."""
+    rows = screen.splitlines()
+    top = max(i for i, row in enumerate(rows) if row.startswith("╭"))
+    bottom = max(i for i, row in enumerate(rows) if row.startswith("╰"))
+    return [row.strip("│ ") for row in rows[top + 1:bottom]]
+
+
+def test_pastes_and_sigterm_at_120x40(tmux: Tmux, tmp_path: Path):
+    repo = make_repo(tmp_path / "repo", {"README.md": "hello\n"})
+    replies = write_replies(tmp_path / "replies.jsonl", ["Counted them."])
+    tmux.start(repo, replies, (120, 40))
+    tmux.paste("hello world")
+    time.sleep(0.5)
+    assert editor_lines(tmux.screen()) == ["hello world"]  # once, not twice
+    tmux.keys("C-c")  # clears the editor
+    time.sleep(0.3)
+    assert editor_lines(tmux.screen()) == [""]
+    tmux.paste("\r".join(f"line {i}" for i in range(300)))
+    tmux.wait_for("[pasted text #1: 300 lines]")
+    tmux.keys("Enter")
+    tmux.wait_for("Counted them.")
+    sent = [e["text"] for e in logged_events(repo) if e["type"] == "UserMessage"]
+    assert sent == ["\n".join(f"line {i}" for i in range(300))]
+    assert "line 299" not in tmux.screen()  # the transcript shows the placeholder, not the wall
+
+    assert tmux.modes()["alternate_on"] == "1"
+    os.kill(tmux.program_pid(), signal.SIGTERM)
+    tmux.wait_for("EXITED 143")
+    modes = tmux.modes()
+    assert modes == {"alternate_on": "0", "mouse_any": "0", "mouse_button": "0", "mouse_sgr": "0",
+                     "cursor_visible": "1"}, modes
+    assert "continue it with" in tmux.screen() and "Traceback" not in tmux.screen()
+
+
+def test_a_200_line_diff_is_reviewable_at_80x24(tmux: Tmux, tmp_path: Path):
+    repo = make_repo(tmp_path / "repo", {"big.py": OLD})
+    replies = write_replies(tmp_path / "replies.jsonl", [
+        {"content": "Reading.", "tool_calls": [{"name": "read_file", "arguments": {"path": "big.py"}}]},
+        {"content": "Doubling.", "tool_calls": [{"name": "write_file", "arguments": {"path": "big.py", "content": NEW}}]},
+        "Doubled every value.",
+    ])
+    tmux.start(repo, replies, (80, 24))
+    tmux.type("double every value")
+    tmux.keys("Enter")
+    screen = tmux.wait_for("more below")
+    assert "[y] yes once" in screen and "[n] no" in screen
+    assert "+value_199 = 398" not in screen
+    tmux.keys("End")
+    time.sleep(0.5)
+    screen = tmux.screen()
+    assert "+value_199 = 398" in screen and "the end" in screen
+    assert "[y] yes once" in screen and "Allow write_file" in screen
+    assert (repo / "big.py").read_text() == OLD
+    tmux.keys("y")
+    tmux.wait_for("Doubled every value.")
+    assert (repo / "big.py").read_text() == NEW
+    tmux.keys("C-d")  # an empty editor: quit
+    tmux.wait_for("EXITED 0")
