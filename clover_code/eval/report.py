@@ -42,7 +42,7 @@ def _engines(summary: Summary) -> list[str]:
     rows = [head, ["---"] * len(head)]
     for s in summary.engines:
         passes = f"{s.forward_passes:,}" if s.forward_passes else "—"
-        rows.append([f"**{s.name}**", ", ".join(sorted(s.models)) or s.spec,
+        rows.append([f"**{s.name}**", ", ".join(sorted(_short(m) for m in s.models)) or s.spec,
                      *(_pct(s.pass_rate(k)) + f" ({s.passed_by.get(k, 0)}/{s.tasks})" for k in tries),
                      f"{s.tool_calls} ({_pct(s.valid_rate)})", str(s.tool_errors), f"{s.tokens_in:,}",
                      f"{s.tokens_out:,}", passes, _num(s.tpf, 2), _secs(s.first_block_s, 3),
@@ -56,6 +56,11 @@ def _engines(summary: Summary) -> list[str]:
     if notes:
         text += ["", *(f"- {n}" for n in notes)]
     return text
+
+
+def _short(model: str) -> str:
+    """A checkpoint folder by its name (`clover-demo`), a server's model name as it is."""
+    return model.rstrip("/").rsplit("/", 1)[-1] if model.startswith(("/", "~", ".")) else model
 
 
 def _notes(s: EngineStats) -> str:

@@ -5,8 +5,9 @@ fails and tries are left, try 2 continues the same session (`--resume`) with the
 output, as Aider shows a model its failing tests. Each checked try is one line of
 results.jsonl, written as it finishes.
 
---jobs N runs N units at once; tries on an embedded engine still run one at a time (each
-loads the model on this machine's CPU or GPU). Units are ordered task by task, engine by
+--jobs N runs N units at once against remote and scripted engines; units on an embedded
+engine run one at a time beside them, in a lane of their own (each loads the model on this
+machine's CPU or GPU). Units are ordered task by task, engine by
 engine (A B A B ...), so two engines meet the same machine load.
 """
 
@@ -61,8 +62,8 @@ class Runner:
 
     def run(self, units: list[tuple[Task, EngineSpec]]) -> bool:
         """Run `units`; False when stopped by Ctrl-C (what finished is recorded)."""
-        pool = ThreadPoolExecutor(max_workers=max(1, self.options.jobs), thread_name_prefix="eval")
-        futures: set[Future] = {pool.submit(self._unit, task, engine) for task, engine in units}
+        pools = self._pools()
+        futures: set[Future] = {pools[engine.parallel].submit(self._unit, task, engine) for task, engine in units}
         try:
             while futures:
                 finished, futures = wait(futures, timeout=0.25, return_when=FIRST_COMPLETED)
@@ -70,12 +71,22 @@ class Runner:
                     future.result()  # a bug in the runner is a bug: let it show
         except KeyboardInterrupt:
             self.board.stop_all()
-            for future in futures:
-                future.cancel()
-            pool.shutdown(wait=True, cancel_futures=True)
+            for pool in set(pools.values()):
+                pool.shutdown(wait=True, cancel_futures=True)
             return False
-        pool.shutdown(wait=True)
+        for pool in set(pools.values()):
+            pool.shutdown(wait=True)
         return True
+
+    def _pools(self) -> dict[bool, ThreadPoolExecutor]:
+        """parallel -> the pool its units run in. --jobs 1: one pool, units in order. More: the
+        embedded units in a lane of their own, one at a time (waiting there, not in a slot a
+        remote unit could use), and the others N at once beside it."""
+        jobs = max(1, self.options.jobs)
+        shared = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="eval")
+        if jobs == 1:
+            return {True: shared, False: shared}
+        return {True: shared, False: ThreadPoolExecutor(max_workers=1, thread_name_prefix="eval-embedded")}
 
     # ------------------------------------------------------------ one unit
 
