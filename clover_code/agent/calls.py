@@ -8,16 +8,18 @@ ToolFinished the model reads, whatever went wrong; only cancellation escapes.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from typing import Callable, Protocol
 
 from clover_code.agent.events import (
     ApprovalAnswer, ApprovalAnswered, ApprovalNeeded, Event, Notice, ToolCallParsed, ToolFinished, ToolStarted,
 )
+from clover_code.agent.output_relay import OutputRelay
 from clover_code.agent.permissions import Approver, Permissions, rule_for_always
 from clover_code.engine import ToolCall
 from clover_code.engine.toolcalls import FORMAT_HINT, ParsedCall, new_call_id
-from clover_code.tools import BoundCall, Registry, ToolContext, ToolError, ToolKind
+from clover_code.tools import BoundCall, Registry, ToolContext, ToolError, ToolKind, ToolResult
 
 DECLINED = ("The user declined this call; it did not run. Do not retry it unchanged: "
             "ask the user what they want, or take another approach.")
@@ -37,6 +39,15 @@ def failure_key(result: ToolFinished) -> tuple[str, str] | None:
     """Identifies "the same failing call": same tool, same arguments (outputs may differ
     in timings; repeating a failing call unchanged is the loop to stop)."""
     return None if result.ok else (result.call.name, result.call.arguments)
+
+
+async def run_relayed(bound: BoundCall, call: ToolCall, emit: Callable[[Event], None]) -> ToolResult:
+    """Run `bound`, its output sent as ToolOutput events while it runs."""
+    relay = OutputRelay(call, emit)
+    try:
+        return await dataclasses.replace(bound, ctx=dataclasses.replace(bound.ctx, on_output=relay.feed)).run()
+    finally:
+        relay.close()
 
 
 class CallRunner:
@@ -95,7 +106,7 @@ class CallRunner:
             return self._finish(call, False, refusal)
         self.emit(ToolStarted(call))
         start = time.perf_counter()
-        result = await bound.run()
+        result = await run_relayed(bound, call, self.emit)
         return self._finish(call, result.ok, result.output, time.perf_counter() - start, result.data)
 
     async def _permit(self, call: ToolCall, bound: BoundCall) -> str | None:

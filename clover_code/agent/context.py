@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clover_code.agent.events import (
-    BlockCommitted, Cleared, Compacted, Event, TextDelta, ToolCallParsed, ToolFinished, TurnFinished, UserMessage,
+    Attachment, BlockCommitted, Cleared, Compacted, Event, Redone, Rewound, TextDelta, ToolCallParsed, ToolFinished,
+    TurnFinished, UserMessage, UserShell,
 )
 from clover_code.agent.reply import ReplyReader
 from clover_code.engine import ChatRequest, Engine, EngineError, ToolCall, estimate_tokens
@@ -30,6 +31,34 @@ SUMMARY_SYSTEM = (
 NOT_RUN = "(not run: the turn ended before this call ran)"
 KEEP_FRACTION = 0.3  # of the window, kept verbatim at the end when compacting
 SUMMARY_TOKENS = 1024
+
+
+@dataclass(frozen=True)
+class _Saved:
+    """The conversation as it stood when a user turn began: what a rewind goes back to."""
+
+    messages: list[dict[str, Any]]
+    dropped: int  # how many messages compaction had removed then
+    compactions: int
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A user turn a rewind can go back to."""
+
+    index: int  # counting every UserMessage of the session from 0
+    text: str
+
+
+@dataclass
+class _Undone:
+    """What a rewind took away, for redo: the later turns and the whole state before it."""
+
+    turns: list[tuple[Turn, _Saved]]
+    messages: list[dict[str, Any]]
+    dropped: list[dict[str, Any]]
+    compactions: list[Compacted]
+    clears: list[int]
 
 
 @dataclass
@@ -56,13 +85,26 @@ class Conversation:
         self._request_start = 0
         self.compactions: list[Compacted] = []
         self.dropped: list[dict[str, Any]] = []  # messages compaction removed, oldest first
+        # Per user turn, the state before it (rewind), and the states rewinds left (redo).
+        self._turns: list[tuple[Turn, _Saved]] = []
+        self._clears: list[int] = []  # per /clear, the index of the turn after it
+        self._redo: list[_Undone] = []
 
     # -- building from events ------------------------------------------------------
 
     def apply(self, event: Event) -> None:
         if isinstance(event, UserMessage):
             self.flush()
-            self._messages.append({"role": "user", "content": event.text})
+            self._turns.append((Turn(len(self._turns), event.text), self._save()))
+            self._redo.clear()  # a new turn: what was rewound away is gone for good
+            self._messages.append({"role": "user", "content": user_content(event.text, event.attachments)})
+        elif isinstance(event, UserShell):
+            self.flush()
+            self._messages.append({"role": "user", "content": shell_content(event)})
+        elif isinstance(event, Rewound):
+            self._rewind(event.turn)
+        elif isinstance(event, Redone):
+            self._take_back_rewind()
         elif isinstance(event, BlockCommitted):
             self._on_block(event)
         elif isinstance(event, TextDelta):
@@ -79,8 +121,57 @@ class Conversation:
             self.dropped.extend(self._messages)
             self._messages = []
             self._anchor = None
+            self._clears.append(len(self._turns))
         elif isinstance(event, TurnFinished):
             self.flush()
+
+    # -- rewind ----------------------------------------------------------------------
+
+    @property
+    def turn_count(self) -> int:
+        """User turns so far: the index the next UserMessage gets."""
+        return len(self._turns)
+
+    def turns(self) -> list[Turn]:
+        """The turns a rewind can go back to: those since the latest /clear, oldest first."""
+        start = self._clears[-1] if self._clears else 0
+        return [turn for turn, _ in self._turns[start:]]
+
+    @property
+    def can_redo(self) -> bool:
+        return bool(self._redo)
+
+    def _save(self) -> _Saved:
+        return _Saved(list(self._messages), len(self.dropped), len(self.compactions))
+
+    def _restore(self, saved: _Saved) -> None:
+        self._draft = None
+        self._messages = list(saved.messages)
+        del self.dropped[saved.dropped:]
+        del self.compactions[saved.compactions:]
+        self._anchor = None  # the server's count was of a conversation that is gone
+
+    def _rewind(self, turn: int) -> None:
+        """Back to the state before `turn`; a turn not (or no longer) known is ignored, so a
+        damaged log cannot break its replay."""
+        if not 0 <= turn < len(self._turns):
+            return
+        self.flush()
+        self._redo.append(_Undone(self._turns[turn:], list(self._messages), list(self.dropped),
+                                  list(self.compactions), list(self._clears)))
+        self._restore(self._turns[turn][1])
+        self._turns = self._turns[:turn]
+        self._clears = [c for c in self._clears if c <= turn]  # a /clear before the turn still stands
+
+    def _take_back_rewind(self) -> None:
+        if not self._redo:
+            return
+        undone = self._redo.pop()
+        self._draft = None
+        self._turns.extend(undone.turns)
+        self._messages, self.dropped, self.compactions = undone.messages, undone.dropped, undone.compactions
+        self._clears = undone.clears
+        self._anchor = None
 
     def _open(self) -> _Draft:
         if self._draft is None:
@@ -185,6 +276,33 @@ def _render(draft: _Draft) -> list[dict[str, Any]]:
     results = [{"role": "tool", "tool_call_id": c.id, "name": c.name, "content": draft.results.get(c.id, NOT_RUN)}
                for c, _ in draft.calls]
     return [message, *results]
+
+
+def user_content(text: str, attachments: tuple[Attachment, ...] = ()) -> str:
+    """What the model reads of a user message: the text, then each attached file."""
+    parts = [text]
+    for item in attachments:
+        if not item.content:
+            parts.append(f"[@{item.path}: {item.note}]")
+        else:
+            kind = "folder" if item.note == "folder listing" else "file"
+            parts.append(f'<{kind} path="{item.path}">\n{item.content}\n</{kind}>')
+    return "\n\n".join(parts)
+
+
+def shell_content(event: UserShell) -> str:
+    """A command the user ran, as the model reads it: what ran and what it printed."""
+    arguments = parse_arguments(event.call.arguments)
+    command = arguments.get("command", "") if isinstance(arguments, dict) else event.call.arguments
+    return (f"I ran this command myself in the workspace:\n$ {command}\n"
+            f"Its output:\n{event.output.rstrip()}")
+
+
+def parse_arguments(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return None
 
 
 def summary_message(dropped: int, summary: str) -> dict[str, Any]:

@@ -26,8 +26,18 @@ TurnStats = dict[str, int | float | None]  # turns, tool_calls, tokens, blocks, 
 
 
 @dataclass(frozen=True)
+class Attachment:
+    """A file the user named in a message (`@path`): its content goes to the model with it."""
+
+    path: str  # as the user wrote it, relative to the workspace
+    content: str  # what the model reads: the text (cut when long) or a folder's listing
+    note: str = ""  # what the user should know: "cut at 2,000 lines", "not attached: binary"...
+
+
+@dataclass(frozen=True)
 class UserMessage:
     text: str
+    attachments: tuple[Attachment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,16 @@ class ToolStarted:
 
 
 @dataclass(frozen=True)
+class ToolOutput:
+    """Output a running tool printed since the last ToolOutput (run_shell, as it runs). Shown
+    live, never logged nor added to the conversation: the ToolFinished that follows holds the
+    output the model reads, so logging each piece too would only double the log."""
+
+    call: ToolCall
+    text: str
+
+
+@dataclass(frozen=True)
 class ToolFinished:
     call: ToolCall
     ok: bool
@@ -93,6 +113,34 @@ class Cleared:
     """The user started over (/clear): later requests see none of the earlier messages."""
 
     dropped_messages: int
+
+
+@dataclass(frozen=True)
+class UserShell:
+    """A command the user ran themselves (`!cmd` in the TUI) with the run_shell tool: its
+    output joins the conversation as what the user said, so the model reads it."""
+
+    call: ToolCall
+    ok: bool
+    output: str
+    seconds: float
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Rewound:
+    """Back to just before user turn `turn` (counting every UserMessage of the session from 0):
+    later messages leave the conversation; `files` says what the restore of the work tree did."""
+
+    turn: int
+    files: str = ""
+
+
+@dataclass(frozen=True)
+class Redone:
+    """The latest Rewound taken back: the conversation (and the files) as they were before it."""
+
+    files: str = ""
 
 
 @dataclass(frozen=True)
@@ -121,14 +169,18 @@ class TurnFinished:
 
 Event = (
     UserMessage | BlockCommitted | TextDelta | ToolCallParsed | ApprovalNeeded | ApprovalAnswered
-    | ToolStarted | ToolFinished | Compacted | Cleared | Notice | ErrorEvent | TurnFinished
+    | ToolStarted | ToolOutput | ToolFinished | Compacted | Cleared | UserShell | Rewound | Redone | Notice
+    | ErrorEvent | TurnFinished
 )
+# Shown live and never logged: what they say reaches the log in a later event.
+TRANSIENT_EVENTS = (ToolOutput,)
 
 EVENT_TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (
         UserMessage, BlockCommitted, TextDelta, ToolCallParsed, ApprovalNeeded, ApprovalAnswered,
-        ToolStarted, ToolFinished, Compacted, Cleared, Notice, ErrorEvent, TurnFinished,
+        ToolStarted, ToolOutput, ToolFinished, Compacted, Cleared, UserShell, Rewound, Redone, Notice,
+        ErrorEvent, TurnFinished,
     )
 }
 

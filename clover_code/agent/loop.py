@@ -12,20 +12,23 @@ closing tag commits, while the model may still be writing.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, AsyncGenerator, Callable, Protocol
+from typing import Any, AsyncGenerator, Awaitable, Callable, Protocol
 
-from clover_code.agent.calls import CallRunner, failure_key
+from clover_code.agent.calls import CallRunner, failure_key, run_relayed
 from clover_code.agent.context import KEEP_FRACTION, SUMMARY_TOKENS, Conversation, summarise
 from clover_code.agent.events import (
-    BlockCommitted, Cleared, Compacted, ErrorEvent, Event, Notice, TextDelta, ToolFinished, TurnFinished, TurnStats,
-    UserMessage, error_source,
+    TRANSIENT_EVENTS, BlockCommitted, Cleared, Compacted, ErrorEvent, Event, Notice, Redone, Rewound, TextDelta,
+    ToolFinished, ToolStarted, TurnFinished, TurnStats, UserMessage, UserShell, error_source,
 )
+from clover_code.agent.mentions import attach_mentions
 from clover_code.agent.permissions import Approver, Permissions
 from clover_code.agent.reply import ReplyPart, ReplyReader
-from clover_code.engine import ChatRequest, DenoiseStep, Engine, EngineError
+from clover_code.engine import ChatRequest, DenoiseStep, Engine, EngineError, ToolCall
+from clover_code.engine.toolcalls import new_call_id
 from clover_code.engine.tally import BlockTally
 from clover_code.settings import ApprovalMode
 from clover_code.engine.window import ContextOverflow, no_room
@@ -86,6 +89,10 @@ class Agent:
         self._on_step = cb
 
     def emit(self, event: Event) -> None:
+        if isinstance(event, TRANSIENT_EVENTS):  # for the screen only: a later event logs what it says
+            if self._sink is not None:
+                self._sink(event)
+            return
         if self.session is not None:
             self.session.append(event)  # first: whatever fails next, the log has the event
         self.conversation.apply(event)
@@ -101,10 +108,21 @@ class Agent:
             if self._sink is not None:
                 self._sink(event)
 
-    async def run(self, task: str) -> AsyncGenerator[Event, None]:
+    def run(self, task: str) -> AsyncGenerator[Event, None]:
+        """The turn's events as they happen; closing the iterator cancels the turn at once."""
+        return self._events_of(lambda: self._outcome(task, _Stats()))
+
+    def user_shell(self, command: str) -> AsyncGenerator[Event, None]:
+        """Run `command` for the user (the TUI's `!cmd`) with the run_shell tool, sandboxed as the
+        model's commands are, never asked about (the user typed it); its output joins the
+        conversation (UserShell). Checkpointed like the model's commands, so rewind undoes it."""
+        return self._events_of(lambda: self._user_shell(command))
+
+    async def _events_of(self, job: Callable[[], Awaitable[Event | None]]) -> AsyncGenerator[Event, None]:
+        """The events `job` emits, then the one it returns, as it runs in a task of its own."""
         queue: asyncio.Queue = asyncio.Queue()
         self._sink = queue.put_nowait
-        worker = asyncio.create_task(self._run(task))
+        worker = asyncio.create_task(self._work(job))
         try:
             while (event := await queue.get()) is not _END:
                 yield event
@@ -114,12 +132,50 @@ class Agent:
                 await asyncio.gather(worker, return_exceptions=True)
             self._sink = None
 
-    async def _run(self, task: str) -> None:
+    async def _work(self, job: Callable[[], Awaitable[Event | None]]) -> None:
         try:
-            self._emit_last(await self._outcome(task, _Stats()))
+            last = await job()
+            if last is not None:
+                self._emit_last(last)
         finally:
             if self._sink is not None:
                 self._sink(_END)  # the consumer never waits for an end that does not come
+
+    async def _user_shell(self, command: str) -> UserShell:
+        call = ToolCall(new_call_id(), "run_shell", json.dumps({"command": command}))
+        bound = self.registry.bind(call.name, call.arguments, self.ctx)
+        if isinstance(bound, str):
+            return UserShell(call, False, f"Error: {bound}", 0.0)
+        self.emit(ToolStarted(call))
+        start = time.perf_counter()
+        result = await run_relayed(bound, call, self.emit)
+        return UserShell(call, result.ok, result.output, round(time.perf_counter() - start, 4), result.data)
+
+    # --- rewind ----------------------------------------------------------------------------
+    async def rewind(self, turn: int) -> Rewound:
+        """Back to just before user turn `turn` (Conversation.turns()): the work tree as its
+        checkpoint has it and the conversation without that turn and the ones after. Logged,
+        so a resumed session resumes the rewound conversation."""
+        if not 0 <= turn < self.conversation.turn_count:
+            raise ValueError(f"no turn {turn} to rewind to")
+        files = ""
+        if self.ctx.checkpoints is not None:
+            files = await asyncio.to_thread(self.ctx.checkpoints.rewind, turn)
+        event = Rewound(turn, files)
+        self.emit(event)
+        return event
+
+    async def redo(self) -> Redone | None:
+        """Take back the latest rewind (files and conversation); None when there is none to take
+        back (a new turn since ends what can be redone)."""
+        if not self.conversation.can_redo:
+            return None
+        files = ""
+        if self.ctx.checkpoints is not None:
+            files = await asyncio.to_thread(self.ctx.checkpoints.redo)
+        event = Redone(files)
+        self.emit(event)
+        return event
 
     async def _outcome(self, task: str, stats: _Stats) -> TurnFinished:
         try:
@@ -134,9 +190,10 @@ class Agent:
             return TurnFinished("error", str(exc), stats.as_dict())
 
     async def _turns(self, task: str, stats: _Stats) -> TurnFinished:
-        if self.ctx.checkpoints is not None:
-            await asyncio.to_thread(self.ctx.checkpoints.begin_turn)
-        self.emit(UserMessage(task))
+        if self.ctx.checkpoints is not None:  # numbered as the conversation numbers turns (rewind)
+            await asyncio.to_thread(self.ctx.checkpoints.begin_turn, self.conversation.turn_count)
+        attachments = await attach_mentions(task, self.registry, self.ctx) if "@" in task else ()
+        self.emit(UserMessage(task, attachments))
         runner = CallRunner(self.registry, self.ctx, self.permissions, self.approver, self.emit,
                             undo=self.ctx.checkpoints)
         streak: tuple[Any, int] = (None, 0)

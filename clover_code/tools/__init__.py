@@ -14,7 +14,7 @@ import inspect
 import json
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Awaitable, ClassVar, Literal, Protocol, get_args, runtime_checkable
+from typing import Any, Awaitable, Callable, ClassVar, Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
@@ -64,6 +64,8 @@ class ToolContext:
     checkpoints: Any = None  # clover_code.tools.git.Checkpoints, when in use
     policy: SandboxPolicy = field(default_factory=SandboxPolicy)  # env, hidden paths, limits
     git: Any = None  # clover_code.tools.gitrun.Git made at session start; None: one per call
+    # Where a tool sends its output as it runs (run_shell): set per call by whoever shows it live.
+    on_output: Callable[[str], None] | None = None
 
 
 def tool_description(name: str) -> str:

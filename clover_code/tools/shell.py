@@ -8,10 +8,12 @@ the PID namespace also takes down anything that left the group.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from pydantic import BaseModel, Field
 
@@ -91,18 +93,23 @@ def _kill_group(pid: int) -> None:
         pass  # already gone
 
 
-async def _drain(stream: asyncio.StreamReader, cap: OutputCap) -> None:
+async def _drain(stream: asyncio.StreamReader, cap: OutputCap, on_output: Callable[[str], None] | None) -> None:
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character split across reads
     while chunk := await stream.read(READ_CHUNK):
         cap.feed(chunk)
+        if on_output is not None:
+            on_output(decoder.decode(chunk))
 
 
 async def run_command(argv: list[str], cwd: Path, env: dict[str, str], timeout: float,
-                      max_processes: int | None = None) -> Outcome:
+                      max_processes: int | None = None,
+                      on_output: Callable[[str], None] | None = None) -> Outcome:
     """Run argv with stdout+stderr merged; kill its process group on timeout or cancellation.
+    `on_output` gets the output as it is read (all of it, whatever the cap keeps).
     With `max_processes`, argv is a sandbox held to that many tasks (tools/sandbox/limits.py)."""
     limit = ProcessLimit(max_processes) if max_processes else None
     try:
-        outcome = await _run(limit.wrap(argv) if limit else argv, cwd, env, timeout, limit)
+        outcome = await _run(limit.wrap(argv) if limit else argv, cwd, env, timeout, limit, on_output)
     finally:
         if limit:
             limit.close()
@@ -112,7 +119,7 @@ async def run_command(argv: list[str], cwd: Path, env: dict[str, str], timeout: 
 
 
 async def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float,
-               limit: ProcessLimit | None) -> Outcome:
+               limit: ProcessLimit | None, on_output: Callable[[str], None] | None) -> Outcome:
     proc = await asyncio.create_subprocess_exec(
         *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT, start_new_session=True,
@@ -121,7 +128,7 @@ async def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float,
         limit.start(proc.pid)
     cap = OutputCap()
     assert proc.stdout is not None
-    reader = asyncio.create_task(_drain(proc.stdout, cap))
+    reader = asyncio.create_task(_drain(proc.stdout, cap, on_output))
     timed_out = False
     try:
         try:
@@ -184,7 +191,8 @@ class RunShell:
             except ToolError as exc:
                 raise ToolError(f"{exc}; the command was not run, as it could not be undone") from None
         max_processes = ctx.policy.max_processes if ctx.sandbox else None
-        outcome = await run_command(argv, cwd, command_env(ctx.policy, ctx.sandbox), limit, max_processes)
+        outcome = await run_command(argv, cwd, command_env(ctx.policy, ctx.sandbox), limit, max_processes,
+                                    ctx.on_output)
         status = _status_line(outcome, limit, ctx)
         body = outcome.output if outcome.output.strip() else "(no output)\n"
         text = body if body.endswith("\n") else body + "\n"

@@ -221,3 +221,18 @@ async def test_sandbox_keeps_project_settings_read_only(ws: Path):
     result = await shell(make_ctx(ws), "echo 'sandbox = false' > .clover/config.toml")
     assert "Read-only file system" in result.output
     assert (ws / ".clover/config.toml").read_text() == "sandbox = true\n"
+
+
+@pytest.mark.parametrize("sandbox", MODES)
+async def test_output_is_streamed_as_it_is_printed(ws: Path, sandbox: bool):
+    """`on_output` gets each piece when it is read, long before the command ends; a character
+    split across reads comes out whole; the result still holds the whole (capped) output."""
+    seen: list[tuple[float, str]] = []
+    start = time.monotonic()
+    ctx = make_ctx(ws, sandbox)
+    ctx.on_output = lambda text: seen.append((time.monotonic() - start, text))
+    command = "printf 'first\\n'; sleep 0.6; printf '\\xc3'; sleep 0.1; printf '\\xa9 done\\n'"
+    result = await shell(ctx, command)
+    assert result.ok and result.output.startswith("first\né done")
+    assert seen[0][1].startswith("first") and seen[0][0] < seen[-1][0] - 0.4  # not at the end
+    assert "".join(text for _, text in seen) == "first\né done\n"

@@ -22,6 +22,7 @@ import tempfile
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from clover_code.tools import ToolError
@@ -61,15 +62,20 @@ class Checkpoints:
         self._stack: list[tuple[int, str]] = []  # (turn, commit), oldest first
         self._first: str | None = None  # the session's first checkpoint, kept after undo
         self._count = 0
-        self._turn = 0
+        self._turn = -1  # turns count from 0, as the conversation counts them; shown from 1
+        self._since: int | None = None  # the first turn of this run: older ones have no checkpoint here
         self._taken = False  # a checkpoint exists for the current turn
+        self._redo: list[_Rewind] = []  # what rewinds undid, latest last
 
     # -- public ------------------------------------------------------------------
 
-    def begin_turn(self) -> None:
+    def begin_turn(self, turn: int | None = None) -> None:
+        """A turn starts: `turn` its number (the conversation's), else the next one."""
         with self._lock:
-            self._turn += 1
+            self._turn = self._turn + 1 if turn is None else turn
+            self._since = self._turn if self._since is None else self._since
             self._taken = False
+            self._redo.clear()  # a new turn: what rewinds undid is gone for good
 
     def ensure(self) -> None:
         """Snapshot the work tree, once per turn, before its first change."""
@@ -78,9 +84,7 @@ class Checkpoints:
                 return
             tree = self._snapshot_tree()
             parent = ["-p", self._stack[-1][1]] if self._stack else []
-            commit = self._git("commit-tree", tree, *parent, "-m", f"clover checkpoint: turn {self._turn}")
-            self._count += 1
-            self._git("update-ref", f"refs/clover/checkpoints/{self._session}/{self._count}", commit)
+            commit = self._keep(tree, f"clover checkpoint: turn {self._turn + 1}", *parent)
             self._stack.append((self._turn, commit))
             self._first = self._first or commit
             self._taken = True
@@ -99,9 +103,55 @@ class Checkpoints:
                 if changes:
                     self._git("read-tree", "--reset", "-u", current, f"{commit}^{{tree}}")
                     self._taken = False  # a later change in this turn needs a fresh checkpoint
-                    return _summary(turn, changes)
+                    return _summary(f"Undid turn {turn + 1}: the files are back as they were before it.", changes)
             self._taken = False
             return "Nothing to undo: the files already match the session's start."
+
+    def rewind(self, turn: int) -> str:
+        """Put the work tree back as it was when `turn` began (its checkpoint, or the next
+        one's: a turn that changed nothing has none); `redo()` takes it back. What it did."""
+        with self._lock:
+            if self._since is None or turn < self._since:
+                self._redo.append(_Rewind(None, []))  # paired with the conversation's redo all the same
+                return ("Files not restored: that turn began before this run of clover-code, and "
+                        "checkpoints are kept per run.")
+            later = [entry for entry in self._stack if entry[0] >= turn]
+            if not later:
+                self._redo.append(_Rewind(None, []))
+                return "No files to restore: they were not changed since that turn."
+            current = self._keep(self._snapshot_tree(), f"clover redo point: before rewinding to turn {turn + 1}")
+            changes = self._restore(current, later[0][1])
+            self._stack = self._stack[: len(self._stack) - len(later)]
+            self._redo.append(_Rewind(current, later))
+            return _summary("The files are back as they were before that turn.", changes) if changes else (
+                "No files to restore: they already match that turn's start.")
+
+    def redo(self) -> str:
+        """Take back the latest rewind: the work tree as it was before it. What it did."""
+        with self._lock:
+            if not self._redo:
+                return ""
+            undone = self._redo.pop()
+            if undone.tree is None:
+                return ""
+            changes = self._restore(self._snapshot_tree(), undone.tree)
+            self._stack.extend(undone.stack)
+            return _summary("The files are back as they were before the rewind.", changes) if changes else ""
+
+    def _restore(self, current: str, commit: str) -> list[tuple[str, str]]:
+        """Make the work tree `commit`'s tree (only the files that differ); the changes made."""
+        changes = self._changes(current, f"{commit}^{{tree}}")
+        if changes:
+            self._git("read-tree", "--reset", "-u", current, f"{commit}^{{tree}}")
+        self._taken = False  # a later change needs a fresh checkpoint
+        return changes
+
+    def _keep(self, tree: str, message: str, *parent: str) -> str:
+        """A commit of `tree` under this session's private refs (so gc keeps it)."""
+        commit = self._git("commit-tree", tree, *parent, "-m", message)
+        self._count += 1
+        self._git("update-ref", f"refs/clover/checkpoints/{self._session}/{self._count}", commit)
+        return commit
 
     def diff_since_start(self) -> str:
         """Unified diff of the work tree against the session's first checkpoint ('' if none)."""
@@ -191,13 +241,22 @@ class Checkpoints:
         return done.out.strip() if strip else done.out
 
 
-def _summary(turn: int, changes: list[tuple[str, str]]) -> str:
+@dataclass(frozen=True)
+class _Rewind:
+    """What one rewind undid: the work tree before it (None: it changed no file) and the
+    checkpoints of the turns it went back over."""
+
+    tree: str | None
+    stack: list[tuple[int, str]]
+
+
+def _summary(headline: str, changes: list[tuple[str, str]]) -> str:
     """`changes` go from now to the checkpoint: A = comes back, D = removed, else restored."""
     groups = {"restored": [], "removed (created since)": [], "brought back (deleted since)": []}
     for status, path in changes:
         key = {"A": "brought back (deleted since)", "D": "removed (created since)"}.get(status[0], "restored")
         groups[key].append(path)
-    lines = [f"Undid turn {turn}: the files are back as they were before it."]
+    lines = [headline]
     for label, paths in groups.items():
         if paths:
             more = f", ... ({len(paths) - LISTED} more)" if len(paths) > LISTED else ""
