@@ -38,6 +38,8 @@ def _engine_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--block-size", type=int, help="tokens per block (default: the checkpoint's)")
     g.add_argument("--max-tokens", type=int, help="tokens per reply (default 4096)")
     g.add_argument("--temperature", type=float, help="0 for greedy (default)")
+    g.add_argument("--no-scaffold", dest="scaffold", action="store_false", default=None,
+                   help="embedded engine: decode tool calls as plain text, not under the grammar of the tools")
 
 
 def main_parser() -> argparse.ArgumentParser:
@@ -83,6 +85,8 @@ def serve_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-queue", type=int, default=16, help="queued requests before 429")
     p.add_argument("--threshold", type=float)
     p.add_argument("--block-size", type=int)
+    p.add_argument("--no-scaffold", dest="scaffold", action="store_false", default=None,
+                   help="decode tool calls as plain text, not under the grammar of the request's tools")
     return p
 
 

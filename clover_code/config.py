@@ -64,6 +64,8 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "block_size": (lambda v: _is_int(v) and v >= 1, "a whole number, 1 or more"),
     "checkpoint_mb": (lambda v: _is_number(v) and v >= 0, "a number of megabytes, 0 or more"),
     "prefix_cache_mb": (lambda v: _is_number(v) and v >= 0, "a number of megabytes, 0 or more"),
+    "scaffold": (lambda v: isinstance(v, bool), "true or false"),
+    "copy_drafting": (lambda v: isinstance(v, bool), "true or false"),
     "sandbox": (lambda v: isinstance(v, bool), "true or false"),
     "shell_timeout": (lambda v: _is_number(v) and v > 0, "a number of seconds above 0"),
     "connect_timeout": (lambda v: _is_number(v) and v > 0, "a number of seconds above 0"),

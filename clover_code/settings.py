@@ -35,6 +35,8 @@ class Settings:
     # The embedded engine's memory for prefix states, in MiB (None: its defaults; 0: none kept).
     checkpoint_mb: float | None = None  # a hybrid's recurrent-state checkpoints (cut back to, not re-encoded)
     prefix_cache_mb: float | None = None  # other conversations' cached prefixes
+    scaffold: bool = True  # tool calls decoded under the grammar of the request's tools (embedded engine)
+    copy_drafting: bool = False  # n-gram drafts from the context, checked inside the passes (embedded engine)
     sandbox: bool = True
     shell_timeout: float = 120.0
     connect_timeout: float = 10.0

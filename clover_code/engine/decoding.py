@@ -12,6 +12,12 @@ step of block k+1" does it in one forward pass.
 A position is needed while it lies before the first committed stop token and within
 the `max_tokens` budget: once a stop token is committed and every position before it
 is resolved, the block and the request end (positions after it are never decoded).
+
+Two optional per-request helpers join the loop: a `Guide` (scaffold.py) checks commits
+against a grammar at the frontier of the committed text, withdraws what it rules out and
+commits what it forces without a pass; a `Drafter` (drafting.py) feeds copy drafts into a
+pass and commits only the drafted tokens the model itself confirms. Without them the loop
+is exactly the plain one above.
 """
 
 from __future__ import annotations
@@ -23,6 +29,37 @@ from typing import Callable, Iterator, Protocol
 import torch
 
 from clover_code.engine import DEFAULT_BLOCK_SIZE, DEFAULT_THRESHOLD, DenoiseStep
+from clover_code.engine.drafting import Draft
+
+
+class Guide(Protocol):
+    """Rules on what may be committed where (scaffold.py): the loop asks it at every commit."""
+
+    def begin_block(self) -> None: ...
+
+    def settle(self, block: list[int], resolved: list[bool], limit: int) -> list[int]:
+        """Check commits against their committed left context (withdraw, i.e. mask again, what
+        it rules out) and commit what it forces; returns the positions it committed."""
+        ...
+
+    def constrain(self, logits: torch.Tensor, tokens: list[int], confidence: list[float],
+                  resolved: list[bool]) -> None:
+        """Change the picks (and their confidence) where it rules the model's pick out."""
+        ...
+
+    def allowed_prefix(self, start: int, tokens: list[int]) -> int: ...
+
+
+class Drafter(Protocol):
+    """Drafts for the masked positions, checked inside the block's passes (drafting.py)."""
+
+    def begin_block(self) -> None: ...
+
+    def propose(self, block: list[int], resolved: list[bool], limit: int, grammar: Guide | None) -> Draft | None: ...
+
+    def record(self, draft: Draft | None, picks: list[int], committed: list[int]) -> None: ...
+
+    def end_block(self, tokens: tuple[int, ...]) -> None: ...
 
 
 class Denoiser(Protocol):
@@ -114,20 +151,24 @@ def needed_limit(block: list[int], resolved: list[bool], stop_ids: frozenset[int
 
 def decode_blocks(denoiser: Denoiser, prompt_pending: torch.Tensor | None, opts: DecodeOptions, *,
                   on_step: Callable[[DenoiseStep], None] | None = None,
-                  cancelled: Callable[[], bool] = lambda: False) -> Iterator[BlockResult]:
+                  cancelled: Callable[[], bool] = lambda: False,
+                  guide: Guide | None = None, drafter: Drafter | None = None) -> Iterator[BlockResult]:
     """Yield each block as it resolves. `prompt_pending` (`[P]`): prompt tokens not yet in the
-    denoiser's prefix. Stops early (without a final result) when `cancelled()` turns true."""
+    denoiser's prefix. Stops early (without a final result) when `cancelled()` turns true.
+    `guide` (scaffold.py) and `drafter` (drafting.py) are per-request helpers; without them
+    this is the plain Clover loop."""
     if opts.block_size < 1:
         raise ValueError("block size must be >= 1")
     generator = None
     if opts.seed is not None:
         generator = torch.Generator().manual_seed(opts.seed)
     pending = prompt_pending if prompt_pending is not None and prompt_pending.numel() else None
+    helpers = Helpers(guide, drafter)
     produced, index = 0, 0
     size = opts.first_block_size or opts.block_size
     while produced < opts.max_tokens:
-        result = _decode_one(denoiser, pending, size, opts, index, opts.max_tokens - produced,
-                             generator, on_step, cancelled)
+        result, unspent = _decode_one(denoiser, pending, size, opts, index, opts.max_tokens - produced,
+                                      generator, on_step, cancelled, helpers)
         if result is None:
             return
         produced += len(result.tokens)
@@ -136,21 +177,38 @@ def decode_blocks(denoiser: Denoiser, prompt_pending: torch.Tensor | None, opts:
         if finish:
             return
         pending = torch.tensor(result.tokens, dtype=torch.long)
+        if unspent is not None:  # a block the grammar wrote whole took no pass: what it had waits on
+            pending = torch.cat([unspent, pending])
         index += 1
         size = opts.block_size
 
 
+@dataclass(frozen=True)
+class Helpers:
+    guide: Guide | None = None
+    drafter: Drafter | None = None
+
+
 def _decode_one(denoiser: Denoiser, pending: torch.Tensor | None, size: int, opts: DecodeOptions, index: int,
-                budget: int, generator: torch.Generator | None, on_step, cancelled) -> BlockResult | None:
+                budget: int, generator: torch.Generator | None, on_step, cancelled,
+                helpers: Helpers) -> tuple[BlockResult | None, torch.Tensor | None]:
+    """One block; also the pending commit that no pass took (a block written by the grammar alone)."""
     start = time.perf_counter()
     block = [opts.mask_id] * size  # the block's ids, masks included
     resolved = [False] * size
     steps = passes = 0
-    limit = min(size, budget)
+    guide, drafter = helpers.guide, helpers.drafter
+    if guide is not None:
+        guide.begin_block()
+    if drafter is not None:
+        drafter.begin_block()
+    limit, _ = _settle(guide, block, resolved, opts.stop_ids, budget)
     while not all(resolved[:limit]):
         if cancelled():
-            return None
-        logits, spent = denoiser.denoise(torch.tensor(block, dtype=torch.long), pending)  # [L, V]
+            return None, pending
+        draft = drafter.propose(block, resolved, limit, guide) if drafter is not None else None
+        inputs = block if draft is None else draft.inputs(block)
+        logits, spent = denoiser.denoise(torch.tensor(inputs, dtype=torch.long), pending)  # [L, V]
         pending = None
         passes += spent
         steps += 1
@@ -158,14 +216,38 @@ def _decode_one(denoiser: Denoiser, pending: torch.Tensor | None, size: int, opt
         # embeddings echoes it where it knows nothing, and a committed mask would be text
         pick = pick_tokens(logits, opts.temperature, opts.top_p, generator, banned=opts.mask_id)
         tokens, confidence = pick.tokens.tolist(), pick.confidence.tolist()
-        active = [not r and i < limit for i, r in enumerate(resolved)]
-        chosen = select_commits(confidence, active, opts.threshold)
+        if guide is not None:
+            guide.constrain(logits, tokens, confidence, resolved)
+        if draft is not None:
+            chosen = draft.accepted(tokens, confidence, opts.threshold)
+        else:
+            active = [not r and i < limit for i, r in enumerate(resolved)]
+            chosen = select_commits(confidence, active, opts.threshold)
+        if drafter is not None:
+            drafter.record(draft, tokens, chosen)
         for i in chosen:
             block[i], resolved[i] = tokens[i], True
-        limit = needed_limit(block, resolved, opts.stop_ids, budget)
+        limit, forced = _settle(guide, block, resolved, opts.stop_ids, budget)
         if on_step is not None:
-            on_step(DenoiseStep(index, steps, tuple(resolved), tuple(chosen)))
+            newly = chosen if guide is None else [i for i in chosen + forced if resolved[i]]
+            on_step(DenoiseStep(index, steps, tuple(resolved), tuple(newly)))
     tokens = tuple(block[:limit])
+    if drafter is not None:
+        drafter.end_block(tokens)
     stopped = bool(tokens) and tokens[-1] in opts.stop_ids
     ms = (time.perf_counter() - start) * 1000
-    return BlockResult(index, tokens, passes, ms, "stop" if stopped else None)
+    return BlockResult(index, tokens, passes, ms, "stop" if stopped else None), pending
+
+
+def _settle(guide: Guide | None, block: list[int], resolved: list[bool], stop_ids: frozenset[int],
+            budget: int) -> tuple[int, list[int]]:
+    """The block's needed limit once the guide has checked its commits and written what it
+    forces (a withdrawn stop token lengthens the limit: check again), and what it wrote."""
+    limit = needed_limit(block, resolved, stop_ids, budget)
+    forced: list[int] = []
+    while guide is not None:
+        forced += guide.settle(block, resolved, limit)
+        limit, before = needed_limit(block, resolved, stop_ids, budget), limit
+        if limit == before:
+            break
+    return limit, forced

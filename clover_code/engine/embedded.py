@@ -3,20 +3,27 @@
 It composes one owner per job: loading.py reads the checkpoint, chat_template.py renders a
 request, denoisers.py + decoding.py decode blocks, detokenizer.py and stop_strings.py turn
 committed ids into the text a reader sees, and thread_bridge.py runs the decode on a worker
-thread and hands each block (and each denoise step) to the asyncio loop.
+thread and hands each block (and each denoise step) to the asyncio loop. Per request, two
+helpers may join the loop: the scaffold (scaffold.py: tool calls decoded under the grammar of
+the request's tools; on by default when a request carries tools) and copy drafting
+(drafting.py: n-gram drafts from the context; off by default, greedy requests only).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, AsyncIterator, Callable, Iterator
 
 from clover_code.engine import DEFAULT_THRESHOLD, Block, ChatRequest, DenoiseStep, EngineError, EngineInfo
 from clover_code.engine.chat_template import ChatTemplate
 from clover_code.engine.detokenizer import Detokenizer
+from clover_code.engine.drafting import CopyDrafter, DraftStats
 from clover_code.engine.loading import Progress, load_checkpoint
+from clover_code.engine.scaffold import Grammars, Scaffold, ScaffoldStats
 from clover_code.engine.stop_strings import StopStrings
 from clover_code.engine.thread_bridge import Relay, ThreadBridge
 
@@ -26,6 +33,15 @@ if TYPE_CHECKING:
     from clover_code.engine.decoding import DecodeOptions
 
 StepListener = Callable[[DenoiseStep], None]
+log = logging.getLogger("clover_code.engine")
+
+
+@dataclass(frozen=True)
+class HelperStats:
+    """What the request's helpers did: None where a helper did not run."""
+
+    scaffold: ScaffoldStats | None = None
+    drafts: DraftStats | None = None
 
 
 def check_threshold(value: float) -> float:
@@ -47,12 +63,14 @@ class EmbeddedEngine:
     One request decodes at a time; a follow-up request whose prompt extends the previous
     one (conversation + reply) reuses the cached prefix and encodes only the new tokens.
     `checkpoint_mb` / `prefix_cache_mb` bound the hybrid state checkpoints and the cache of
-    other conversations' prefixes (None: the defaults; 0: none kept).
+    other conversations' prefixes (None: the defaults; 0: none kept). `scaffold=False` decodes
+    tool calls as plain text (ids identical to the plain loop); `draft=True` turns copy drafting on.
     """
 
     def __init__(self, model: str | Path, *, threshold: float | None = None, block_size: int | None = None,
                  device: str | None = None, dtype: str | None = None, on_progress: Progress | None = None,
-                 checkpoint_mb: float | None = None, prefix_cache_mb: float | None = None):
+                 checkpoint_mb: float | None = None, prefix_cache_mb: float | None = None,
+                 scaffold: bool = True, draft: bool = False):
         self.threshold = check_threshold(threshold if threshold is not None else DEFAULT_THRESHOLD)
         if block_size is not None and block_size < 1:
             raise EngineError(f"block size must be >= 1, got {block_size}")
@@ -74,6 +92,9 @@ class EmbeddedEngine:
         self.reused_tokens = 0  # prompt tokens the last request found already encoded
         self.last_reuse = self.denoiser.last_reuse  # the last request's reused / encoded / source
         self.bridge: ThreadBridge[Block] = ThreadBridge("clover-decode", _decode_error)
+        self.scaffold, self.draft = scaffold, draft
+        self._grammars: Grammars | None | bool = None  # built on the first request with tools; False: none
+        self.last_stats = HelperStats()  # the last request's scaffold and draft figures
         progress(1.0, "ready")
 
     # -- Engine protocol ---------------------------------------------------------------------
@@ -85,7 +106,7 @@ class EmbeddedEngine:
         opts = self._options(request, len(prompt))
 
         def produce(relay: Relay) -> Iterator[Block]:
-            return self._blocks(prompt, opts, request.stop, relay.forward(request.on_step), relay.cancel.is_set)
+            return self._blocks(prompt, opts, request, relay.forward(request.on_step), relay.cancel.is_set)
 
         blocks = self.bridge.stream(produce)
         try:
@@ -125,15 +146,37 @@ class EmbeddedEngine:
         self.last_reuse = self.denoiser.last_reuse
         return pending
 
-    def _blocks(self, prompt: list[int], opts: DecodeOptions, stops: tuple[str, ...],
+    def _guide(self, request: ChatRequest) -> Scaffold | None:
+        """The scaffold for a request with tools (built once per checkpoint, per set of tools)."""
+        if not (self.scaffold and request.tools):
+            return None
+        if self._grammars is None:
+            from clover_code.engine.call_format import probe_call_format
+            from clover_code.engine.vocabulary import Vocabulary
+
+            fmt = probe_call_format(self.tokenizer)
+            if fmt is None:
+                log.warning("the chat template writes no tool call the parser reads: tool calls are not scaffolded")
+            self._grammars = Grammars(fmt, Vocabulary(self.tokenizer)) if fmt else False
+        if not self._grammars:
+            return None
+        return Scaffold(self._grammars.for_tools(request.tools), self.denoiser.props.mask_token_id)
+
+    def _drafter(self, request: ChatRequest, prompt: list[int]) -> CopyDrafter | None:
+        return CopyDrafter(prompt, self.stop_ids) if self.draft and request.temperature <= 0 else None
+
+    def _blocks(self, prompt: list[int], opts: DecodeOptions, request: ChatRequest,
                 on_step: StepListener | None, cancelled: Callable[[], bool]) -> Iterator[Block]:
         """Decode on this (worker) thread, yielding `Block`s as they commit."""
         from clover_code.engine.decoding import decode_blocks
 
         start = time.perf_counter()
         pending = self._pending(prompt)
-        detok, stopper = Detokenizer(self.tokenizer, self.stop_ids), StopStrings(stops)
-        results = decode_blocks(self.denoiser, pending, opts, on_step=on_step, cancelled=cancelled)
+        guide, drafter = self._guide(request), self._drafter(request, prompt)
+        self.last_stats = HelperStats(guide.stats if guide else None, drafter.stats if drafter else None)
+        detok, stopper = Detokenizer(self.tokenizer, self.stop_ids), StopStrings(request.stop)
+        results = decode_blocks(self.denoiser, pending, opts, on_step=on_step, cancelled=cancelled,
+                                guide=guide, drafter=drafter)
         try:
             for result in results:
                 text, hit = stopper.feed(detok.push(list(result.tokens)))

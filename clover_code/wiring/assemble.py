@@ -39,7 +39,8 @@ def build_engine(settings: Settings, on_progress: Callable[[float, str], None] |
             raise EngineError(MODEL_HELP)
         return make_engine("embedded", model=settings.model, threshold=settings.threshold,
                            block_size=settings.block_size, on_progress=on_progress,
-                           checkpoint_mb=settings.checkpoint_mb, prefix_cache_mb=settings.prefix_cache_mb)
+                           checkpoint_mb=settings.checkpoint_mb, prefix_cache_mb=settings.prefix_cache_mb,
+                           scaffold=settings.scaffold, draft=settings.copy_drafting)
     return make_engine(name)  # an unknown name: make_engine says which ones exist
 
 

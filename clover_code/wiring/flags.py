@@ -18,7 +18,7 @@ Mode = Literal["tui", "headless", "generate", "doctor"]
 ENGINES_HELP = "embedded, remote or scripted:FILE"
 # Flag (argparse dest) -> the setting it sets; each mode's parser has some of them.
 FLAG_SETTINGS = ("engine", "model", "endpoint", "approval", "max_turns", "max_tokens", "temperature",
-                 "threshold", "block_size")
+                 "threshold", "block_size", "scaffold")
 RANGES = (
     ("max_turns", lambda v: v >= 1, "at least 1"),
     ("max_tokens", lambda v: v >= 1, "at least 1"),

@@ -33,7 +33,8 @@ def _serve(args: argparse.Namespace, model: str, api_key: str | None) -> int:
     from clover_code.engine.server import create_app, served_name
 
     try:
-        engine = EmbeddedEngine(model, threshold=args.threshold, block_size=args.block_size)
+        engine = EmbeddedEngine(model, threshold=args.threshold, block_size=args.block_size,
+                                scaffold=args.scaffold is not False)
     except EngineError as exc:
         print(f"clover-code serve: {exc}", file=sys.stderr)
         return EXIT_ENGINE

@@ -42,3 +42,19 @@ def test_bad_values_are_clear_errors(tmp_path, line):
     write(tmp_path / "xdg/clover-code/config.toml", line + "\n")
     with pytest.raises(ConfigError, match="a number of megabytes, 0 or more"):
         load_settings(tmp_path)
+
+
+def test_scaffold_is_on_unless_the_flag_or_the_config_says_no(tmp_path, tiny_attention_ckpt):
+    from clover_code.cli import main_parser, serve_parser
+    from clover_code.wiring.flags import settings_for
+
+    model = ["--model", str(tiny_attention_ckpt), "--cwd", str(tmp_path)]
+    _, on = settings_for("headless", main_parser().parse_args(["--task", "x", *model]))
+    _, off = settings_for("headless", main_parser().parse_args(["--task", "x", "--no-scaffold", *model]))
+    assert (on.scaffold, off.scaffold, on.copy_drafting) == (True, False, False)
+    assert build_engine(off).scaffold is False and build_engine(on).scaffold is True
+    write(tmp_path / "xdg/clover-code/config.toml", "scaffold = false\ncopy_drafting = true\n")
+    _, from_file = settings_for("headless", main_parser().parse_args(["--task", "x", *model]))
+    assert (from_file.scaffold, from_file.copy_drafting) == (False, True)
+    assert serve_parser().parse_args(["--no-scaffold"]).scaffold is False
+    assert serve_parser().parse_args([]).scaffold is None

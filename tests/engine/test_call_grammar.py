@@ -1,0 +1,113 @@
+"""The reply grammar (call_grammar.py, json_grammar.py) and the call layout probe, character
+by character: both call families, schema keys and types, escapes, forced text."""
+
+import json
+
+import pytest
+
+from clover_code.engine.call_format import QWEN_JSON, CallFormat, probe_call_format
+from clover_code.engine.call_grammar import CallGrammar
+
+READ = {"type": "function", "function": {"name": "read_file", "parameters": {"type": "object", "properties": {
+    "path": {"type": "string"}, "offset": {"type": "integer"}, "limit": {"type": "integer"}}, "required": ["path"]}}}
+EDIT = {"type": "function", "function": {"name": "edit_file", "parameters": {"type": "object", "properties": {
+    "path": {"type": "string"}, "old_string": {"type": "string"}, "replace_all": {"type": "boolean"}},
+    "required": ["path", "old_string"]}}}
+SHELL = {"type": "function", "function": {"name": "run_shell", "parameters": {"type": "object", "properties": {
+    "command": {"type": "string", "minLength": 1}, "timeout": {"anyOf": [{"type": "number"}, {"type": "null"}]},
+    "mode": {"enum": ["fast", "slow"]}, "env": {"type": "array", "items": {"type": "string"}}}, "required": ["command"]}}}
+STATUS = {"type": "function", "function": {"name": "git_status", "parameters": {"type": "object", "properties": {}}}}
+TOOLS = [READ, EDIT, SHELL, STATUS]
+DEMO = CallFormat("json", '{"name": "', '", "arguments": ', "}")
+XML = CallFormat("xml", "\n<function=", "", ">\n</function>\n", param_open=">\n<parameter=", param_mid=">\n",
+                 param_close="\n</parameter")
+
+
+def accepts(grammar: CallGrammar, text: str) -> bool:
+    state = grammar.start
+    for c in text:
+        state = grammar.feed(state, c)
+        if state is None:
+            return False
+    return not grammar.inside_call(state)  # every call closed
+
+
+def call(name: str, args: dict, fmt: CallFormat = DEMO) -> str:
+    if fmt.family == "json":
+        return f"<tool_call>{fmt.head}{name}{fmt.before_args}{json.dumps(args, ensure_ascii=False)}{fmt.tail}</tool_call>"
+    params = "".join(f"{fmt.param_open}{k}{fmt.param_mid}{v}{fmt.param_close}" for k, v in args.items())
+    return f"<tool_call>{fmt.head}{name}{fmt.before_args}{params}{fmt.tail}</tool_call>"
+
+
+@pytest.mark.parametrize("fmt", [DEMO, QWEN_JSON, XML], ids=["demo", "qwen", "xml"])
+def test_well_formed_calls_among_free_text_are_accepted(fmt):
+    grammar = CallGrammar(fmt, TOOLS)
+    text = ("Let me look. " + call("read_file", {"path": "src/ä b.py", "limit": 20}, fmt) + " then "
+            + call("git_status", {}, fmt) + call("edit_file", {"path": "a", "old_string": 'x "q"\n\\'}, fmt) + " done")
+    assert accepts(grammar, text)
+
+
+@pytest.mark.parametrize("text", [
+    call("read_files", {"path": "a"}),  # unknown tool
+    call("read_file", {"pathx": "a"}),  # a key the schema lacks
+    call("read_file", {}),  # a required key missing
+    call("read_file", {"path": 3}),  # wrong type
+    call("read_file", {"path": "a", "limit": 1.5}),  # not an integer
+    call("run_shell", {"command": ""}),  # minLength 1
+    call("run_shell", {"command": "ls", "mode": "medium"}),  # not in the enum
+    call("run_shell", {"command": "ls", "env": ["A", 1]}),  # array item of the wrong type
+    call("read_file", {"path": "a", "path2": "b"}),
+    '<tool_call>{"name": "read_file", "arguments": {"path": "a\\q"}}</tool_call>',  # bad escape
+    '<tool_call>{"name": "read_file", "arguments": {"path": "a\n"}}</tool_call>',  # raw control character
+    '<tool_call>{"name": "read_file", "arguments": {"path":"a"}}</tool_call>',  # not the template's separators
+    '<tool_call>{"name": "read_file", "arguments": {"path": "a"}</tool_call>',  # a brace short
+])
+def test_calls_the_grammar_rules_out(text):
+    assert not accepts(CallGrammar(DEMO, TOOLS), text)
+
+
+def test_values_of_every_kind_the_schemas_allow():
+    grammar = CallGrammar(DEMO, TOOLS)
+    assert accepts(grammar, call("run_shell", {"command": "ls", "timeout": -1.5e3, "mode": "slow", "env": []}))
+    assert accepts(grammar, call("run_shell", {"command": "ls", "timeout": None, "env": ["a", "b"]}))
+    assert accepts(grammar, call("edit_file", {"path": "a", "old_string": "\\u00e9\t", "replace_all": True}))
+
+
+def test_xml_calls_need_known_names_and_parameters():
+    grammar = CallGrammar(XML, TOOLS)
+    assert accepts(grammar, call("read_file", {"path": "a\n</par\nb"}, XML))
+    assert not accepts(grammar, call("read_file", {"paht": "a"}, XML))
+    assert not accepts(grammar, call("reed_file", {"path": "a"}, XML))
+    assert not accepts(grammar, call("read_file", {}, XML))  # path is required
+
+
+def test_forced_text_is_the_template_between_choices():
+    grammar = CallGrammar(DEMO, TOOLS)
+    state = grammar.feed(grammar.start, "<tool_call>")
+    assert grammar.forced(state) == ('{"name": "', frozenset("regr"))  # read_file, edit_file, run_shell, git_status
+    state = grammar.feed(state, '{"name": "read_f')
+    assert grammar.forced(state) == ('ile", "arguments": {"', frozenset("pol"))  # path, offset, limit
+    state = grammar.feed(grammar.start, call("git_status", {})[:-len('}}</tool_call>')])
+    assert grammar.forced(state)[0] == "}}</tool_call>"
+    xml = CallGrammar(XML, TOOLS)
+    state = xml.feed(xml.start, "<tool_call>\n<function=read_file>\n<parameter=path>\nx\n</parameter")
+    assert xml.forced(state) == (">\n<", frozenset("p/"))
+
+
+def test_the_layout_comes_from_the_chat_template():
+    from transformers import AutoTokenizer
+
+    from clover_code.models import demo_model
+
+    tokenizer = AutoTokenizer.from_pretrained(demo_model())
+    assert probe_call_format(tokenizer) == DEMO
+    tokenizer.chat_template = XML_TEMPLATE
+    assert accepts(CallGrammar(probe_call_format(tokenizer), TOOLS), call("read_file", {"path": "a"}, XML))
+
+
+XML_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content or '' }}"
+    "{% for tc in m.tool_calls or [] %}<tool_call>\n<function={{ tc.function.name }}>\n"
+    "{% for k, v in tc.function.arguments.items() %}<parameter={{ k }}>\n{{ v }}\n</parameter>\n{% endfor %}"
+    "</function>\n</tool_call>{% endfor %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")

@@ -1,0 +1,87 @@
+"""Scaffolded decoding (scaffold.py) in the decoding loop, with a scripted denoiser that wants
+given text: forced tokens cost no pass, commits the grammar rules out are withdrawn, string
+contents stay the model's."""
+
+import json
+
+import pytest
+import torch
+from transformers import AutoTokenizer
+
+from clover_code.engine.call_format import probe_call_format
+from clover_code.engine.decoding import DecodeOptions, decode_blocks
+from clover_code.engine.scaffold import Grammars, Scaffold
+from clover_code.engine.toolcalls import split_text
+from clover_code.engine.vocabulary import Vocabulary
+from clover_code.models import demo_model
+from test_call_grammar import TOOLS, XML_TEMPLATE, call
+from wanting import WantingDenoiser, following
+
+
+@pytest.fixture(scope="module", params=["json", "xml"])
+def setup(request):
+    tokenizer = AutoTokenizer.from_pretrained(demo_model())
+    if request.param == "xml":
+        tokenizer.chat_template = XML_TEMPLATE
+    fmt = probe_call_format(tokenizer)
+    assert fmt is not None and fmt.family == request.param
+    return tokenizer, Grammars(fmt, Vocabulary(tokenizer)), fmt
+
+
+def decode(setup, wants, scaffold: bool = True, max_tokens: int = 200):
+    tokenizer, grammars, _ = setup
+    mask, eos = tokenizer.mask_token_id, tokenizer.convert_tokens_to_ids("<|im_end|>")
+    den = WantingDenoiser(wants, len(tokenizer), mask)
+    guide = Scaffold(grammars.for_tools(TOOLS), mask) if scaffold else None
+    opts = DecodeOptions(mask_id=mask, stop_ids=frozenset({eos}), max_tokens=max_tokens)
+    blocks = list(decode_blocks(den, torch.tensor([1, 50, 60, 70]), opts, guide=guide))
+    return [t for b in blocks for t in b.tokens], den, guide
+
+
+def encode(setup, text: str) -> list[int]:
+    tokenizer = setup[0]
+    return tokenizer.encode(text + "<|im_end|>", add_special_tokens=False)
+
+
+def test_forced_tokens_are_committed_without_a_denoise_step(setup):
+    fmt = setup[2]
+    target = encode(setup, "Reading. " + call("read_file", {"path": "src/a.py", "limit": 5}, fmt))
+    unsure = following(target, lambda r: 0.5 - r / 1000)  # every pass commits one token, left to right
+    plain, plain_den, _ = decode(setup, unsure, scaffold=False)
+    ids, den, guide = decode(setup, unsure)
+    assert plain == ids == target
+    assert plain_den.passes == len(target)
+    assert guide.stats.forced >= 10 and den.passes == len(target) - guide.stats.forced
+    assert guide.stats.withdrawn == guide.stats.repicked == 0
+
+
+def test_string_contents_stay_the_models(setup):
+    fmt = setup[2]
+    odd = 'dir/ä "q" \\ {x}' if fmt.family == "json" else 'dir/ä "q" \\ {x}\n</par'
+    target = encode(setup, call("edit_file", {"path": odd, "old_string": "a\tb"}, fmt))
+    assert decode(setup, following(target))[0] == decode(setup, following(target), scaffold=False)[0] == target
+
+
+def test_a_commit_the_grammar_rules_out_is_withdrawn_and_decoded_under_it(setup):
+    tokenizer, _, fmt = setup
+    good = encode(setup, call("read_file", {"path": "a.py"}, fmt))
+    at = max(i for i, t in enumerate(good) if tokenizer.decode([t]) == "file")  # the tool name's end
+    wrong = tokenizer.convert_tokens_to_ids("name")
+
+    def wants(r, ids, i):
+        """Unsure, left to right; but sure of a wrong token at `at` while its left is masked."""
+        if r >= len(good):
+            return {}
+        if r == at and i < len(ids) and any(t == tokenizer.mask_token_id for t in ids[:i]):
+            return {wrong: 0.99}
+        return {good[r]: 0.5 - r / 1000}
+    plain = decode(setup, wants, scaffold=False)[0]
+    ids, _, guide = decode(setup, wants)
+    assert plain[at] == wrong and ids == good
+    assert guide.stats.withdrawn == 1
+
+
+def test_without_tools_or_scaffold_the_loop_is_the_plain_one(setup):
+    target = encode(setup, "no calls here " + call("read_file", {"path": "a"}, setup[2]))
+    plain, plain_den, _ = decode(setup, following(target, lambda r: 0.7 - r / 1000), scaffold=False)
+    assert plain == target and plain_den.passes == len(target)
