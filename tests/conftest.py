@@ -10,6 +10,20 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def user_state_home(tmp_path_factory: pytest.TempPathFactory):
+    """The user's state folder (live-session locks, errors log, prompt history) is the test
+    run's own, never the real home's; a test may point it elsewhere (monkeypatch)."""
+    state = tmp_path_factory.mktemp("xdg-state")
+    before = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(state)
+    yield state
+    if before is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = before
+
+
 @pytest.fixture
 def git_repo(tmp_path: Path) -> Path:
     """A real git repository with one commit."""

@@ -34,6 +34,10 @@ class UndoPoint(Protocol):
         """Record the work tree before this turn's first change; ToolError when it cannot."""
         ...
 
+    def settle(self) -> None:
+        """Record the work tree after a change: undo then puts back only this session's files."""
+        ...
+
 
 def failure_key(result: ToolFinished) -> tuple[str, str] | None:
     """Identifies "the same failing call": same tool, same arguments (outputs may differ
@@ -48,6 +52,17 @@ async def run_relayed(bound: BoundCall, call: ToolCall, emit: Callable[[Event], 
         return await dataclasses.replace(bound, ctx=dataclasses.replace(bound.ctx, on_output=relay.feed)).run()
     finally:
         relay.close()
+
+
+async def settle(undo: UndoPoint | None) -> None:
+    """After a change: its files become this session's to undo. A failure only means undo
+    will count the files from the next settle on (the change itself is done)."""
+    if undo is None:
+        return
+    try:
+        await asyncio.to_thread(undo.settle)
+    except ToolError:
+        pass
 
 
 class CallRunner:
@@ -107,7 +122,9 @@ class CallRunner:
         self.emit(ToolStarted(call))
         start = time.perf_counter()
         result = await run_relayed(bound, call, self.emit)
-        return self._finish(call, result.ok, result.output, time.perf_counter() - start, result.data)
+        seconds = time.perf_counter() - start
+        await settle(self.undo if self.checkpointed and bound.kind in CHECKPOINTED_KINDS else None)
+        return self._finish(call, result.ok, result.output, seconds, result.data)
 
     async def _permit(self, call: ToolCall, bound: BoundCall) -> str | None:
         """None when the call may run; else what the model is told instead."""

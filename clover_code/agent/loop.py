@@ -18,7 +18,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, AsyncGenerator, Awaitable, Callable, Protocol
 
-from clover_code.agent.calls import CallRunner, failure_key, run_relayed
+from clover_code.agent.calls import CallRunner, failure_key, run_relayed, settle
 from clover_code.agent.context import KEEP_FRACTION, SUMMARY_TOKENS, Conversation, summarise
 from clover_code.agent.events import (
     TRANSIENT_EVENTS, BlockCommitted, Cleared, Compacted, ErrorEvent, Event, Notice, Redone, Rewound, TextDelta,
@@ -149,7 +149,9 @@ class Agent:
         self.emit(ToolStarted(call))
         start = time.perf_counter()
         result = await run_relayed(bound, call, self.emit)
-        return UserShell(call, result.ok, result.output, round(time.perf_counter() - start, 4), result.data)
+        seconds = round(time.perf_counter() - start, 4)
+        await settle(self.ctx.checkpoints)  # run_shell checkpointed before it ran
+        return UserShell(call, result.ok, result.output, seconds, result.data)
 
     # --- rewind ----------------------------------------------------------------------------
     async def rewind(self, turn: int) -> Rewound:

@@ -74,8 +74,9 @@ def test_rewinding_to_a_turn_that_changed_nothing_keeps_the_files(git_repo, make
     asyncio.run(three_turns(agent))
     (git_repo / "notes.txt").write_text("mine\n")  # the user's own file, made after the last turn
     event = asyncio.run(agent.rewind(0))
-    assert (git_repo / "calc.py").read_text() == "a - b\n" and "removed" in event.files
-    assert not (git_repo / "notes.txt").exists()  # the tree is as it was: redo brings it back
+    assert (git_repo / "calc.py").read_text() == "a - b\n" and "restored: calc.py" in event.files
+    # Not this session's file: a rewind puts back only what the session changed (issue 34).
+    assert (git_repo / "notes.txt").read_text() == "mine\n"
     asyncio.run(agent.redo())
     assert (git_repo / "notes.txt").read_text() == "mine\n"
 

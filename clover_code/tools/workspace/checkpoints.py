@@ -7,10 +7,15 @@ are never touched. A folder that is not a git repository (or a sub-folder of one
 a private shadow repository under the user's cache directory whose work tree is the
 folder; no .git is ever created in it.
 
-Undo restores a checkpoint's tree exactly with a two-tree `read-tree -u`: only files
-that differ are rewritten, files created since are removed, deleted ones come back.
-Ignored files (build output, venvs) are neither saved nor touched. Git runs inside the
-sandbox like every other git command (tools/sandbox/gitrun.py), with hooks turned off.
+Undo and rewind put back only what this session changed: after each change a snapshot
+records the work tree (`settle`), so a turn's own files are those that differ between its
+checkpoint and its last settled tree. Of those, a file someone changed since (a second
+session in the same repository, the user's editor) is left as it is, and the summary says
+so; files this session never touched are never rewritten. `/diff` shows this session's
+files only. Restoring rewrites only files that differ: created ones are removed, deleted
+ones come back. Ignored files (build output, venvs) are neither saved nor touched. Git runs
+inside the sandbox like every other git command (tools/sandbox/gitrun.py), with hooks off.
+Sessions at work in the same folder see each other (live_sessions.py), and undo says so.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from pathlib import Path
 
 from clover_code.tools import ToolError
 from clover_code.tools.sandbox.gitrun import Git
+from clover_code.tools.workspace.live_sessions import LiveSession, LiveSessions
 
 IDENTITY = {"GIT_AUTHOR_NAME": "clover-code", "GIT_AUTHOR_EMAIL": "clover-code@localhost",
             "GIT_COMMITTER_NAME": "clover-code", "GIT_COMMITTER_EMAIL": "clover-code@localhost"}
@@ -66,6 +72,12 @@ class Checkpoints:
         self._since: int | None = None  # the first turn of this run: older ones have no checkpoint here
         self._taken = False  # a checkpoint exists for the current turn
         self._redo: list[_Rewind] = []  # what rewinds undid, latest last
+        # checkpoint commit -> the work tree after its turn's latest change (settle())
+        self._settled: dict[str, str] = {}
+        self._made: list[str] = []  # every checkpoint of this run, oldest first (undone ones too)
+        # Seen by other sessions in this folder for as long as this process lives.
+        self.live = LiveSessions(self.root, self._session)
+        self.live.join()
 
     # -- public ------------------------------------------------------------------
 
@@ -86,8 +98,20 @@ class Checkpoints:
             parent = ["-p", self._stack[-1][1]] if self._stack else []
             commit = self._keep(tree, f"clover checkpoint: turn {self._turn + 1}", *parent)
             self._stack.append((self._turn, commit))
+            self._made.append(commit)
             self._first = self._first or commit
             self._taken = True
+
+    def settle(self) -> None:
+        """Snapshot the work tree after a change of this turn: what differs from the turn's
+        checkpoint is this session's to undo (what others change after this is not)."""
+        with self._lock:
+            if self._taken and self._stack:
+                self._settled[self._stack[-1][1]] = self._snapshot_tree()
+
+    def other_sessions(self) -> list[LiveSession]:
+        """Other clover-code sessions at work in this folder now."""
+        return self.live.others()
 
     def undo(self) -> str:
         """Restore the tree of the last checkpoint that differs from now; a summary of what changed."""
@@ -99,13 +123,14 @@ class Checkpoints:
             current = self._snapshot_tree()
             while self._stack:
                 turn, commit = self._stack.pop()
-                changes = self._changes(current, f"{commit}^{{tree}}")
-                if changes:
-                    self._git("read-tree", "--reset", "-u", current, f"{commit}^{{tree}}")
-                    self._taken = False  # a later change in this turn needs a fresh checkpoint
-                    return _summary(f"Undid turn {turn + 1}: the files are back as they were before it.", changes)
+                mine, kept = self._ours(current, [commit])
+                changes = self._restore_paths(current, commit, mine)
+                if changes or kept:
+                    headline = f"Undid turn {turn + 1}: the files are back as they were before it."
+                    return self._told(_summary(headline, changes) if changes else
+                                      f"Turn {turn + 1} not undone: every file it changed was changed since.", kept)
             self._taken = False
-            return "Nothing to undo: the files already match the session's start."
+            return self._told("Nothing to undo: the files already match the session's start.", [])
 
     def rewind(self, turn: int) -> str:
         """Put the work tree back as it was when `turn` began (its checkpoint, or the next
@@ -120,11 +145,12 @@ class Checkpoints:
                 self._redo.append(_Rewind(None, []))
                 return "No files to restore: they were not changed since that turn."
             current = self._keep(self._snapshot_tree(), f"clover redo point: before rewinding to turn {turn + 1}")
-            changes = self._restore(current, later[0][1])
+            mine, kept = self._ours(current, [commit for _, commit in later])
+            changes = self._restore_paths(current, later[0][1], mine)
             self._stack = self._stack[: len(self._stack) - len(later)]
             self._redo.append(_Rewind(current, later))
-            return _summary("The files are back as they were before that turn.", changes) if changes else (
-                "No files to restore: they already match that turn's start.")
+            return self._told(_summary("The files are back as they were before that turn.", changes) if changes else (
+                "No files to restore: they already match that turn's start."), kept)
 
     def redo(self) -> str:
         """Take back the latest rewind: the work tree as it was before it. What it did."""
@@ -146,6 +172,42 @@ class Checkpoints:
         self._taken = False  # a later change needs a fresh checkpoint
         return changes
 
+    def _ours(self, current: str, checkpoints: list[str]) -> tuple[list[str], list[str]]:
+        """The files the turns of `checkpoints` (oldest first) changed, as two lists: those
+        still as this session left them, and those someone changed since (left alone)."""
+        ours: set[str] = set()
+        for commit in checkpoints:  # a turn never settled (cancelled mid-call): now stands in
+            ours |= self._paths(f"{commit}^{{tree}}", self._settled.get(commit, current))
+        last = self._settled.get(checkpoints[-1], current)
+        since = self._paths(last, current) if last != current else set()
+        return sorted(ours - since), sorted(ours & since)
+
+    def _paths(self, old: str, new: str) -> set[str]:
+        return {path for _, path in self._changes(old, new)}
+
+    def _restore_paths(self, current: str, commit: str, paths: list[str]) -> list[tuple[str, str]]:
+        """Put `paths` back as `commit` has them (one created since is removed); the changes made."""
+        wanted = set(paths)
+        changes = [change for change in self._changes(current, f"{commit}^{{tree}}") if change[1] in wanted]
+        if changes:
+            self._git("--literal-pathspecs", "restore", f"--source={commit}", "--staged", "--worktree",
+                      "--pathspec-from-file=-", "--pathspec-file-nul",
+                      input="".join(f"{path}\0" for _, path in changes))
+        self._taken = False  # a later change needs a fresh checkpoint
+        return changes
+
+    def _told(self, summary: str, kept: list[str]) -> str:
+        """`summary`, with the files left alone and the other sessions at work here."""
+        lines = [summary]
+        if kept:
+            more = f", ... ({len(kept) - LISTED} more)" if len(kept) > LISTED else ""
+            lines.append(f"{len(kept)} left as they are (changed since by someone else): "
+                         f"{', '.join(kept[:LISTED])}{more}")
+        others = self.live.others()
+        if others:
+            lines.append(other_sessions_notice(others))
+        return "\n".join(lines)
+
     def _keep(self, tree: str, message: str, *parent: str) -> str:
         """A commit of `tree` under this session's private refs (so gc keeps it)."""
         commit = self._git("commit-tree", tree, *parent, "-m", message)
@@ -154,13 +216,19 @@ class Checkpoints:
         return commit
 
     def diff_since_start(self) -> str:
-        """Unified diff of the work tree against the session's first checkpoint ('' if none)."""
+        """Unified diff of the files this session changed, from the session's first checkpoint
+        to now ('' if none): another session's files are not this one's changes."""
         with self._lock:
             if self._first is None:
                 return ""
             current = self._snapshot_tree()
-            return self._git("diff", "--no-color", "--no-ext-diff", "--no-textconv",
-                             f"{self._first}^{{tree}}", current, strip=False)
+            ours: set[str] = set()
+            for commit in self._made:
+                ours |= self._paths(f"{commit}^{{tree}}", self._settled.get(commit, current))
+            if not ours:
+                return ""
+            return self._git("--literal-pathspecs", "diff", "--no-color", "--no-ext-diff", "--no-textconv",
+                             f"{self._first}^{{tree}}", current, "--", *sorted(ours), strip=False)
 
     # -- plumbing ------------------------------------------------------------------
 
@@ -239,6 +307,13 @@ class Checkpoints:
                 return None
             raise CheckpointError(f"checkpoint failed: git {args[0]}: {done.err.strip()}")
         return done.out.strip() if strip else done.out
+
+
+def other_sessions_notice(others: list[LiveSession]) -> str:
+    who = "; ".join(s.describe() for s in others)
+    session = "Another clover-code session is" if len(others) == 1 else f"{len(others)} other clover-code sessions are"
+    return (f"{session} at work in this folder ({who}): undo and diff here count only this "
+            "session's changes, and leave its edits alone.")
 
 
 @dataclass(frozen=True)
