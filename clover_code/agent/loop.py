@@ -18,6 +18,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, AsyncGenerator, Awaitable, Callable, Protocol
 
+from clover_code.agent.bug_log import describe_bug
 from clover_code.agent.calls import CallRunner, failure_key, run_relayed, settle
 from clover_code.agent.context import KEEP_FRACTION, SUMMARY_TOKENS, Conversation, summarise
 from clover_code.agent.events import (
@@ -187,7 +188,7 @@ class Agent:
             raise
         except Exception as exc:  # a bug too must end the turn with a message, not hang a UI
             source = error_source(exc)
-            message = str(exc) if source == "engine" else f"internal error: {type(exc).__name__}: {exc}"
+            message = str(exc) if source == "engine" else f"internal error: {describe_bug(exc)}"
             self._emit_last(ErrorEvent(message, source, fatal=True))
             return TurnFinished("error", str(exc), stats.as_dict())
 

@@ -1,0 +1,29 @@
+"""A bug inside a turn (issue 34): one line on screen, its traceback kept in the user's state
+folder and the line saying where; the app goes on."""
+
+from __future__ import annotations
+
+from clover_code.agent.bug_log import errors_log
+from tui_helpers import idle, notes, ready, scripted_app, send
+
+
+async def test_an_internal_error_keeps_its_traceback(repo, monkeypatch):
+    app = scripted_app(repo, ["Fine again."])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+
+        def broken() -> list:
+            raise RuntimeError("boom in the conversation")
+
+        monkeypatch.setattr(app.agent.conversation, "request_messages", broken)
+        await send(pilot, "hello")
+        await idle(pilot)
+        shown = notes(app)
+        assert "internal error: RuntimeError: boom in the conversation (traceback in" in shown
+        log = errors_log().read_text()
+        assert "Traceback (most recent call last)" in log and "def broken" not in shown
+        assert "boom in the conversation" in log and "request_messages" in log
+        monkeypatch.undo()
+        await send(pilot, "again")
+        await idle(pilot)
+        assert app.stats.turns == 2
