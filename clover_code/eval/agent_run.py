@@ -40,7 +40,7 @@ class TryFigures:
     invalid_calls: int = 0  # malformed markup, or a tool or arguments the registry refused
     tool_errors: int = 0  # calls that ran and failed (a failing test run counts)
     tokens_out: int = 0
-    tokens_in: int = 0  # summed over requests
+    tokens_in: int | None = None  # summed over requests; None when the engine never said (a server without usage)
     blocks: int = 0
     forward_passes: int | None = None
     tpf: float | None = None
@@ -191,7 +191,7 @@ def read_events(path: Path) -> TryFigures:
             f.blocks += 1
             f.tokens_out += int(block.get("tokens") or 0)
             if isinstance(block.get("prompt_tokens"), int):
-                f.tokens_in += block["prompt_tokens"]
+                f.tokens_in = (f.tokens_in or 0) + block["prompt_tokens"]
             if passes is not None:
                 passes = None if block.get("forward_passes") is None else passes + int(block["forward_passes"])
         elif kind == "ToolCallParsed":

@@ -56,7 +56,7 @@ def context_values(events: Path, price: tuple[float, float] | None = None) -> di
     f = read_events(events)
     cost = None
     if price is not None:
-        cost = f.tokens_in / 1e6 * price[0] + f.tokens_out / 1e6 * price[1]
+        cost = (f.tokens_in or 0) / 1e6 * price[0] + f.tokens_out / 1e6 * price[1]
     metadata = {k: v for k, v in f.as_dict().items() if k not in ("tokens_in", "tokens_out")}
     return {"n_input_tokens": f.tokens_in, "n_output_tokens": f.tokens_out, "cost_usd": cost,
             "metadata": {"clover_code": metadata}}

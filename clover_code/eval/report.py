@@ -44,18 +44,28 @@ def _engines(summary: Summary) -> list[str]:
         passes = f"{s.forward_passes:,}" if s.forward_passes else "—"
         rows.append([f"**{s.name}**", ", ".join(sorted(_short(m) for m in s.models)) or s.spec,
                      *(_pct(s.pass_rate(k)) + f" ({s.passed_by.get(k, 0)}/{s.tasks})" for k in tries),
-                     f"{s.tool_calls} ({_pct(s.valid_rate)})", str(s.tool_errors), f"{s.tokens_in:,}",
+                     f"{s.tool_calls} ({_pct(s.valid_rate)})", str(s.tool_errors), _tokens_in(s),
                      f"{s.tokens_out:,}", passes, _num(s.tpf, 2), _secs(s.first_block_s, 3),
-                     _num(s.tokens_per_s, 1), _secs(s.wall_per_task, 1), _cost(s.cost_per_task)])
+                     _num(s.tokens_per_s, 1), _secs(s.wall_per_task, 1),
+                     ("≥ " if s.tokens_in_unknown and s.cost is not None else "") + _cost(s.cost_per_task)])
     notes = [f"{s.name}: {_notes(s)}" for s in summary.engines if _notes(s)]
     text = ["## Engines", "", *_table(rows)]
     text += ["", "TPF: tokens per forward pass (the engine's own count; none for a server that does not report "
              "passes). First block: seconds from a request to its first committed block, mean over requests. "
              "tokens/s: tokens out over decoding time. Wall/task: the agent's time over its tries, model "
-             "loading and checks excluded. Cost: from --price (USD per million tokens in and out)."]
+             "loading and checks excluded. Cost: from --price (USD per million tokens in and out). Tokens in "
+             "shown as — or ≥: the server did not report prompt tokens (no `usage`) for some tries, so the cost "
+             "is a floor (≥)."]
     if notes:
         text += ["", *(f"- {n}" for n in notes)]
     return text
+
+
+def _tokens_in(s: EngineStats) -> str:
+    """Prompt tokens; "—" when the engine never counted them, "≥ N" when only some tries did."""
+    if s.tokens_in_unknown and not s.tokens_in:
+        return "—"
+    return ("≥ " if s.tokens_in_unknown else "") + f"{s.tokens_in:,}"
 
 
 def _short(model: str) -> str:

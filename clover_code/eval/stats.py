@@ -27,6 +27,7 @@ class Outcome:
     tries: int
     seconds: float  # agent time, all tries
     tokens_in: int
+    tokens_in_unknown: int  # tries whose engine reported no prompt tokens
     tokens_out: int
     forward_passes: int | None
     tool_calls: int
@@ -47,6 +48,7 @@ class EngineStats:
     passed_by: dict[int, int] = field(default_factory=dict)  # try -> tasks passed by then
     seconds: float = 0.0
     tokens_in: int = 0
+    tokens_in_unknown: int = 0  # tries without a prompt count: tokens in (and cost) are a floor
     tokens_out: int = 0
     passes_tokens: int = 0  # tokens out where passes are known
     forward_passes: int = 0
@@ -118,6 +120,7 @@ def outcome(lines: Lines) -> Outcome:
         passed_at=passed, status=last.get("status", "failed"), tries=len(lines),
         seconds=sum(float(l.get("seconds") or 0) for l in lines),
         tokens_in=sum(int(l.get("tokens_in") or 0) for l in lines),
+        tokens_in_unknown=sum(l.get("tokens_in") is None for l in lines),
         tokens_out=sum(int(l.get("tokens_out") or 0) for l in lines),
         forward_passes=sum(known) if known else None,
         tool_calls=sum(int(l.get("tool_calls") or 0) for l in lines),
@@ -166,6 +169,7 @@ def _add(s: EngineStats, o: Outcome, lines: Lines, tries: int) -> None:
         s.passed_by[k] = s.passed_by.get(k, 0) + (o.passed_at is not None and o.passed_at <= k)
     s.seconds += o.seconds
     s.tokens_in += o.tokens_in
+    s.tokens_in_unknown += o.tokens_in_unknown
     s.tokens_out += o.tokens_out
     if o.forward_passes:
         s.forward_passes += o.forward_passes

@@ -213,3 +213,16 @@ def test_usage_errors(tmp_path, capsys, monkeypatch):
     store.append(line("t", "a", 1, True))
     assert main(["eval", str(SANDBOX), "--engine", "embedded", "--out", str(store.out)]) == 2
     assert "already holds results" in capsys.readouterr().err
+
+
+def test_prompt_tokens_a_server_never_reported_are_unknown_not_zero(tmp_path):
+    events = tmp_path / "e.jsonl"
+    events.write_text(json.dumps({"type": "BlockCommitted", "block": {"tokens": 5, "index": 0}}) + "\n")
+    assert read_events(events).tokens_in is None
+    store = ResultStore(tmp_path / "out")
+    store.append(line("t1", "s", 1, False, final=True, tokens_in=None, forward_passes=None))
+    engines = parse_engines(["s=http://h/v1"], ["s=1,10"])
+    with (tmp_path / "err.txt").open("w") as err:
+        table = write_report(store, engines, 1, tasks_order=["t1"], problems=[], err=err)
+    row = next(r for r in table.splitlines() if r.startswith("| **s**"))
+    assert "| — | 100 | — | — |" in row and "≥ $0.0010" in row  # tokens in unknown; the cost counts the output
