@@ -38,7 +38,7 @@ from textual.widgets import Log
 
 from clover_code.agent.events import BlockCommitted, TextDelta, TurnFinished, UserMessage
 from clover_code.settings import Settings
-from clover_code.engine import Block
+from clover_code.engine import Block, EngineError
 from clover_code.ui.tui.app import make_app
 from bench_machine import machine_info
 
@@ -129,12 +129,13 @@ def history_events() -> list:
     return out
 
 
-class _NoAgent:
-    """The bench feeds events itself; nothing runs a model."""
+def _no_agent(approver, resume):
+    """The bench feeds events itself; nothing runs a model (the app says the load failed)."""
+    raise EngineError("bench: no agent, the events are fed to the app directly")
 
 
 async def run_ours(pieces: list[str], interval: float) -> dict:
-    app = make_app(Settings(engine="scripted"), Path.cwd(), agent_factory=lambda a, r: _NoAgent())
+    app = make_app(Settings(engine="scripted"), Path.cwd(), agent_factory=_no_agent)
     lat = Latencies(len(pieces))
     echo: list[float] = []
     async with app.run_test(size=SIZE) as pilot:
