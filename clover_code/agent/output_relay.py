@@ -9,7 +9,7 @@ the output the model reads).
 from __future__ import annotations
 
 import asyncio
-from typing import Callable
+from collections.abc import Callable
 
 from clover_code.agent.events import Event, ToolOutput
 from clover_code.engine import ToolCall

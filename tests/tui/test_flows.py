@@ -144,8 +144,10 @@ async def test_undo_and_diff_restore_the_files(repo):
         assert (repo / "app.py").read_text().endswith("a + b\n")
         await send(pilot, "/diff")
         await wait_for(pilot, lambda: app.query(".-diff"))
-        await send(pilot, "/undo")
-        await wait_for(pilot, lambda: "Undid turn" in notes(app))
+        await send(pilot, "/undo")  # the rewind picker, the latest message chosen
+        await wait_for(pilot, lambda: app.screen.is_modal)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "Rewound to before message 1" in notes(app))
         assert (repo / "app.py").read_text().endswith("a - b\n")
 
 
@@ -233,7 +235,12 @@ async def test_resume_command(repo):
     app = scripted_app(repo, ["x"])
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot)
-        await send(pilot, "/resume")
+        await send(pilot, "/resume")  # the picker: the earlier session, previewed
+        await wait_for(pilot, lambda: app.screen.is_modal)
+        preview = app.screen.query_one("#preview")
+        await wait_for(pilot, lambda: "Earlier answer." in str(preview.render()))
+        assert "earlier question" in str(preview.render())
+        await pilot.press("enter")
         await wait_for(pilot, lambda: "Earlier answer." in replies_text(app))
 
 

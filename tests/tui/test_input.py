@@ -9,6 +9,7 @@ from textual import events
 from clover_code.settings import Settings
 from clover_code.engine import DenoiseStep, EngineError
 from clover_code.ui.tui.app import make_app
+from clover_code.ui.tui.widgets.completion_popup import CompletionPopup
 from clover_code.ui.tui.widgets.denoise_view import DenoiseView
 from clover_code.ui.tui.widgets.input_editor import InputEditor
 from clover_code.ui.tui.widgets.user_message import UserMessage
@@ -48,13 +49,15 @@ async def test_at_path_completion(repo):
     app = scripted_app(repo, [])
     async with app.run_test(size=(100, 30)) as pilot:
         editor = app.query_one(InputEditor)
+        popup = app.query_one(CompletionPopup)
         await pilot.press(*"look at @ap", "tab")
         assert editor.text == "look at @app.py "
-        await pilot.press(*"and @src/p", "tab")
-        assert editor.text.endswith("@src/p")
-        assert "src/parser.py" in editor.border_subtitle and "src/printer.py" in editor.border_subtitle
-        await pilot.press("a", "tab")
-        assert editor.text.endswith("@src/parser.py ")
+        await pilot.press(*"and @src/p")
+        assert [c.value for c in popup.items] == ["src/parser.py", "src/printer.py"]  # as you type
+        await pilot.press("down", "tab")
+        assert editor.text.endswith("@src/printer.py ") and not popup.is_open
+        await pilot.press(*"@nothing-like-this", "tab")
+        assert not popup.is_open and "no file matches" in str(editor.border_subtitle)
 
 
 async def test_denoise_view_draws_steps(repo):

@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.widgets import TextArea
 from textual.worker import Worker, WorkerState
 
 from clover_code.agent.events import (
-    ApprovalAnswered, ApprovalNeeded, BlockCommitted, Compacted, ErrorEvent, Event, Notice,
-    TextDelta, ToolCallParsed, ToolFinished, ToolStarted, TurnFinished, UserMessage, error_source,
+    ApprovalAnswered, ApprovalNeeded, BlockCommitted, Compacted, ErrorEvent, Event, Notice, Redone, Rewound,
+    TextDelta, ToolCallParsed, ToolFinished, ToolOutput, ToolStarted, TurnFinished, UserMessage, UserShell,
+    error_source,
 )
 from clover_code.agent.permissions import rule_for_always
 from clover_code.agent.session import SessionError, sessions_dir
@@ -32,16 +34,25 @@ from clover_code.settings import Settings
 from clover_code.ui.launch import AgentBuilder
 from clover_code.ui.terminal_text import visible
 from clover_code.ui.tui.command_host import Severity
-from clover_code.ui.tui.commands import run_command, workspace_paths
+from clover_code.ui.tui import live_shell, rewind
+from clover_code.ui.tui.commands import HELP, run_command, set_mode, workspace_paths
+from clover_code.ui.tui.completion import Completer, commands_from_help
+from clover_code.ui.tui.feature_commands import next_mode
 from clover_code.ui.tui.errors import describe_error
 from clover_code.ui.tui.messages import (
     AgentFailed, AgentReady, ApprovalRequested, EventsPending, LoadRequest, StepPending,
 )
+from clover_code.ui.tui.prompt_history import PromptHistory
 from clover_code.ui.tui.session_stats import SessionStats
+from clover_code.ui.tui.transcript_turns import TranscriptTurns
+from clover_code.ui.tui.usage import UsageLog
 from clover_code.ui.tui.widgets.approval_prompt import ApprovalPrompt
+from clover_code.ui.tui.widgets.completion_popup import CompletionPopup
 from clover_code.ui.tui.widgets.conversation import ConversationView
 from clover_code.ui.tui.widgets.denoise_view import DenoiseView
+from clover_code.ui.tui.widgets.history_search import HistorySearch
 from clover_code.ui.tui.widgets.input_editor import InputEditor
+from clover_code.ui.tui.widgets.spinner import Spinner, SpinnerState
 from clover_code.ui.tui.widgets.status_bar import StatusBar, short_model
 from clover_code.ui.tui.widgets.tool_card import parse_arguments
 
@@ -66,6 +77,8 @@ class CloverApp(App[int]):
         Binding("ctrl+c", "interrupt", "clear / cancel / quit (twice)", priority=True),
         Binding("f2", "toggle_denoise", "denoise view"),
         Binding("ctrl+l", "command('/clear')", "clear", show=False),
+        Binding("shift+tab", "cycle_mode", "approval mode", priority=True),
+        Binding("ctrl+r", "history_search", "search history", show=False),
     ]
 
     def __init__(self, settings: Settings, cwd: Path, agent_factory: AgentFactory,
@@ -87,17 +100,28 @@ class CloverApp(App[int]):
         self._last_ctrl_c = 0.0
         self._paths_cache: tuple[float, list[str]] = (0.0, [])
         self._pending_answer: asyncio.Future[str] | None = None  # the approval being asked
+        self.turns = TranscriptTurns()  # which transcript widget starts each turn
+        self.usage = UsageLog()  # tokens per turn, for /cost
+        self.prompt_history = PromptHistory()  # prompts of every session, for Up/Down and Ctrl+R
+        self._started_mode = settings.approval  # Shift+Tab reaches full-auto only from a session started in it
 
     # --- layout --------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield ConversationView(id="conversation")
         yield DenoiseView(id="denoise")
         yield ApprovalPrompt(id="approval")
+        yield HistorySearch(self.prompt_history.search, id="history-search")
+        yield CompletionPopup(id="completion")
+        yield Spinner(self._spinner_state, id="spinner")
         yield InputEditor(paths=self._workspace_paths, id="input")
         yield StatusBar(id="status")
 
     def on_mount(self) -> None:
         self.editor.focus()
+        self.editor.sent[:0] = self.prompt_history.texts()  # Up walks earlier sessions' prompts too
+        self.completer = Completer(self.editor, self.query_one(CompletionPopup), commands_from_help(HELP),
+                                   self._workspace_paths)
+        self.editor.key_filter = self.completer.key
         self._catch_quit_signals()
         self.status.show(engine=self.settings.engine_name().split(":")[0],
                          model=self.settings.model or "", approval=self.settings.approval,
@@ -200,9 +224,12 @@ class CloverApp(App[int]):
         self._send_next()
 
     def _close_engine(self, replaced: Agent) -> None:
-        """The replaced agent's engine lets its model and connections go."""
+        """The replaced agent's engine lets its model and connections go, its log its file
+        (the new agent has the same log open when it goes on with the conversation)."""
         if self.agent is None or replaced.engine is not self.agent.engine:
             self.run_worker(replaced.engine.aclose(), group="close", exit_on_error=False)
+        if replaced.session is not None:
+            replaced.session.close()
 
     @on(AgentFailed)
     def _agent_failed(self, message: AgentFailed) -> None:
@@ -231,6 +258,7 @@ class CloverApp(App[int]):
     @on(InputEditor.Submitted)
     def _submitted(self, message: InputEditor.Submitted) -> None:
         text = message.text.strip()
+        self.prompt_history.add(text, self.cwd)
         self.view.scroll_end(animate=False)  # what answers this must be seen
         if text.startswith("/"):
             self.run_command(text)
@@ -249,7 +277,14 @@ class CloverApp(App[int]):
         return worker is not None and worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
 
     def _start_task(self, text: str, shown: str | None = None) -> None:
-        self.view.add_user(text, shown)
+        if live_shell.is_user_command(text):  # `!cmd`: the user's own command, its output for the model
+            self.status.show(state="working")
+            self._agent_worker = self.run_worker(live_shell.user_command(self, text), group="agent",
+                                                 exclusive=True, exit_on_error=False)
+            return
+        widget = self.view.add_user(text, shown)
+        if self.agent is not None:
+            self.turns.mark(widget, self.agent.conversation.turn_count)  # what a rewind to it hides
         self.view.scroll_end(animate=False)
         self.status.show(state="working")
         self._agent_worker = self.run_agent(text)
@@ -336,6 +371,7 @@ class CloverApp(App[int]):
                 text.append(event.text)
                 continue
             write_text()
+            self.usage.add(event)
             if isinstance(event, BlockCommitted):
                 self.stats.add_block(event.block)
                 if event.block.index == 0:  # a new reply: the previous one's text is finished
@@ -349,7 +385,10 @@ class CloverApp(App[int]):
         view = self.view
         if isinstance(event, UserMessage):
             if not live:
-                view.add_user(event.text)
+                self.turns.mark(view.add_user(event.text))
+            if event.attachments:  # what @path put in the message, as the model got it
+                view.add_note("attached " + ", ".join(a.path + (f" ({a.note})" if a.note else "")
+                                                      for a in event.attachments), "dim")
         elif isinstance(event, ToolCallParsed):
             self.stats.tool_calls += 1
             view.card(event.call, new=True)
@@ -359,9 +398,17 @@ class CloverApp(App[int]):
             if event.answer == "no":
                 view.card(event.call).set_status("denied")
         elif isinstance(event, ToolStarted):
-            view.card(event.call).set_status("running")
+            live_shell.started(view, event.call, live)
+        elif isinstance(event, ToolOutput):
+            live_shell.output(view, event)
         elif isinstance(event, ToolFinished):
-            view.card(event.call).show_result(event.ok, event.output, event.seconds, event.data)
+            card = view.card(event.call)
+            live_shell.finished(card)
+            card.show_result(event.ok, event.output, event.seconds, event.data)
+        elif isinstance(event, UserShell):
+            live_shell.user_shell_done(view, event)
+        elif isinstance(event, (Rewound, Redone)):
+            rewind.show(self, event, live)
         elif isinstance(event, Compacted):
             self._show_compacted(event)
         elif isinstance(event, Notice):
@@ -402,6 +449,7 @@ class CloverApp(App[int]):
 
     def replay(self, events: list[Event]) -> None:
         """Draw a resumed session's events, finished."""
+        self.turns, self.usage = TranscriptTurns(), UsageLog()  # counted again from its start
         self.apply_events(list(events), live=False)
         self.view.end_assistant()
         self.view.add_note(f"resumed session ({len(events)} events)", "dim")
@@ -448,6 +496,8 @@ class CloverApp(App[int]):
         """Esc: stop the running turn; messages queued behind it come back to the editor."""
         self._hand_back_waiting()
         if not self.busy:
+            if self.turns.escape_twice() and self.agent is not None:  # Esc Esc: rewind, as in Claude Code
+                rewind.open_picker(self)
             return
         if self._agent_worker is not None:
             self._agent_worker.cancel()
@@ -488,11 +538,53 @@ class CloverApp(App[int]):
         editor = self.editor
         if not editor.display or self.focused is editor or not event.is_printable or not event.character:
             return
-        if isinstance(self.focused, ApprovalPrompt):
-            return
+        if isinstance(self.focused, ApprovalPrompt) or self.screen is not editor.screen:
+            return  # y/a/n, or a picker open over the transcript: its keys are its own
         editor.focus()
         editor.insert(event.character)
         event.stop()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Esc belongs to an open picker, popup or search first (the app's binding of it has
+        priority, so it would reach them never)."""
+        if action == "cancel":
+            open_popup = self.query_one(CompletionPopup).is_open or self.query_one(HistorySearch).is_open
+            return not (open_popup or self.screen.is_modal)
+        return True
+
+    def action_cycle_mode(self) -> None:
+        """Shift+Tab: the next approval mode, as /mode would set it; the status bar shows it."""
+        current = self.agent.permissions.mode if self.agent is not None else self.settings.approval
+        set_mode(self, next_mode(current, self._started_mode))
+
+    def action_history_search(self) -> None:
+        if self.editor.display:
+            self.query_one(HistorySearch).open(self.editor.text.strip())
+
+    @on(HistorySearch.Chosen)
+    def _history_chosen(self, message: HistorySearch.Chosen) -> None:
+        if message.text is not None:
+            self.editor.load_text(message.text)
+            self.editor.move_cursor(self.editor.document.end)
+        self.editor.focus()
+
+    @on(TextArea.Changed, "#input")
+    def _input_changed(self) -> None:
+        self.completer.text_changed()
+
+    def restore_prompt(self, text: str) -> None:
+        """A rewound message back in the editor, to edit and send again (unless one is being typed)."""
+        if text and not self.editor.text.strip():
+            self.editor.load_text(text)
+            self.editor.move_cursor(self.editor.document.end)
+        self.editor.focus()
+
+    def _spinner_state(self) -> SpinnerState | None:
+        if not self.busy:
+            return None
+        label = "Waiting for your answer" if self._pending_answer is not None else "Working"
+        turn = self.usage.turns[-1] if self.usage.turns and not self.usage.turns[-1].done else None
+        return SpinnerState(label, turn.tokens_out if turn is not None else 0)
 
     def action_toggle_denoise(self) -> None:
         self.query_one(DenoiseView).toggle()

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from clover_code.settings import Settings
 from clover_code.ui.tui.session_stats import SessionStats
+from clover_code.ui.tui.transcript_turns import TranscriptTurns
+from clover_code.ui.tui.usage import UsageLog
 from clover_code.ui.tui.widgets.conversation import ConversationView
 from clover_code.ui.tui.widgets.status_bar import StatusBar
 
@@ -27,6 +29,8 @@ class CommandHost(Protocol):
     settings: Settings  # changed by /model and /mode: the next agent is built from them
     cwd: Path
     stats: SessionStats
+    usage: UsageLog  # tokens per turn (/cost)
+    turns: TranscriptTurns  # where each turn starts in the transcript (rewind)
 
     @property
     def agent(self) -> Agent | None:
@@ -75,6 +79,14 @@ class CommandHost(Protocol):
         ...
 
     def apply_events(self, events: list[Event], live: bool = True) -> None: ...
+
+    def push_screen(self, screen: Any, callback: Callable[[Any], None] | None = None) -> Any:
+        """Open a picker (a modal screen); `callback(result)` when it closes."""
+        ...
+
+    def restore_prompt(self, text: str) -> None:
+        """Put `text` in the editor to edit and send again, unless something is being typed."""
+        ...
 
     def action_toggle_denoise(self) -> None: ...
 

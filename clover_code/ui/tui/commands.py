@@ -18,25 +18,31 @@ from clover_code.settings import APPROVAL_MODES, ApprovalMode
 from clover_code.ui.terminal_text import visible
 from clover_code.tools import ToolError
 from clover_code.tools.sandbox.gitrun import Git
+from clover_code.ui.tui import feature_commands, rewind
 from clover_code.ui.tui.command_host import CommandHost
 
 HELP = """\
 Commands
   /help              this help
-  /undo              restore the files as they were before the last turn (shell changes too)
-  /diff              changes since the session started
+  /undo [N]          rewind files and conversation to before a message you pick (also Esc Esc)
+  /redo              take the last rewind back
+  /diff              this session's changes since it started
   /commit [MESSAGE]  commit the work tree
   /model [NAME]      show the engine and model; with NAME, load another model
   /mode [MODE]       show or set the approval mode: read-only | ask | auto-edit | full-auto
   /compact           summarise older turns to free context
   /clear             clear the screen and start a fresh conversation
-  /resume [ID]       continue an earlier session (default: the last one)
+  /resume [ID]       continue an earlier session (without ID: pick one, with a preview)
   /init              write a starter AGENTS.md for this repository
   /stats             tokens, blocks, forward passes and speed of this session
+  /cost              tokens in and out per turn, what fills the context, estimated cost
   /denoise           show or hide the live denoise view (also F2)
   /quit              leave (also Ctrl+C twice)
 Keys
-  Enter send · Ctrl+J newline · Up/Down history · Tab complete @path
+  Enter send · Ctrl+J newline · Up/Down history (all sessions) · Ctrl+R search it
+  / a command and @ a file open a completion list: Up/Down choose, Tab complete, Enter run
+  @path attaches the file (or folder) · !cmd runs a command yourself; the model sees its output
+  Shift+Tab cycle the approval mode: ask, auto-edit, read-only (plan)
   Esc cancel the running generation or tool (queued messages come back to the editor)
   Ctrl+C clear the editor; on an empty one cancel, twice quit · Ctrl+D on an empty one quit
   PgUp/PgDn scroll the transcript · Ctrl+Home/End (Home/End on an empty editor) its top/end
@@ -44,14 +50,12 @@ Keys
 
 
 class Checkpointing(Protocol):
-    """What /undo and /diff use of the session's checkpoints (tools.workspace.checkpoints)."""
-
-    def undo(self) -> str: ...
+    """What /diff uses of the session's checkpoints (tools.workspace.checkpoints)."""
 
     def diff_since_start(self) -> str: ...
 
 
-NEEDS_AGENT = ("/undo", "/diff", "/commit", "/compact", "/mode", "/clear")
+NEEDS_AGENT = ("/undo", "/rewind", "/redo", "/diff", "/commit", "/compact", "/mode", "/clear")
 Command = Callable[[CommandHost, str], None]
 
 
@@ -76,14 +80,6 @@ def _help(app: CommandHost, arg: str) -> None:
 
 def _checkpoints(app: CommandHost) -> Checkpointing | None:
     return app.agent.ctx.checkpoints if app.agent is not None else None
-
-
-def _undo(app: CommandHost, arg: str) -> None:
-    checkpoints = _checkpoints(app)
-    if checkpoints is None:
-        app.note("undo is not available: this session keeps no checkpoints", "error")
-        return
-    app.in_thread(checkpoints.undo, lambda summary: app.note(summary, "info"))
 
 
 def _diff(app: CommandHost, arg: str) -> None:
@@ -147,13 +143,19 @@ def _mode(app: CommandHost, arg: str) -> None:
     if mode is None:
         app.note(f"unknown mode {arg!r}; choose one of {', '.join(APPROVAL_MODES)}", "error")
         return
+    set_mode(app, mode)
+    app.note(f"approval mode: {mode}", "info")
+
+
+def set_mode(app: CommandHost, mode: ApprovalMode) -> None:
+    """The approval mode from now on (/mode, Shift+Tab); the status bar shows it."""
+    agent = app.agent
     app.settings.approval = mode
     if agent is not None:
         agent.permissions.mode = mode
         # full-auto never asks, so its shell must run sandboxed (as build_agent sets it up).
         agent.ctx.sandbox = app.settings.sandbox or mode == "full-auto"
     app.status.show(approval=mode)
-    app.note(f"approval mode: {mode}", "info")
 
 
 def _approval_mode(name: str) -> ApprovalMode | None:
@@ -191,17 +193,15 @@ def _resume(app: CommandHost, arg: str) -> None:
     if app.busy:
         app.say("The agent is working: press Esc first.", severity="warning")
         return
+    if not arg:  # the picker, with a preview of each session
+        feature_commands.pick_session(app, lambda chosen: _resume(app, chosen))
+        return
     session = app.agent.session if app.agent is not None else None
     current = sessions_dir(app.cwd) / f"{session.id}.jsonl" if session is not None else None
-    logs = sorted(sessions_dir(app.cwd).glob("*.jsonl"), key=lambda p: (p.stat().st_mtime, p.name))
-    others = [p for p in logs if p != current]
     try:
-        which = SessionLog.open(app.cwd, arg).id if arg else (others[-1].stem if others else None)
+        which = SessionLog.open(app.cwd, arg).id
     except SessionError as exc:
         app.note(str(exc), "error")
-        return
-    if which is None:
-        app.note("No earlier session to resume in this folder.", "info")
         return
     if current is not None and current.exists() and current.stat().st_size == 0:
         current.unlink()  # the fresh session we leave held nothing
@@ -232,9 +232,11 @@ def _quit(app: CommandHost, arg: str) -> None:
 
 
 COMMANDS: dict[str, Command] = {
-    "/help": _help, "/undo": _undo, "/diff": _diff, "/commit": _commit, "/model": _model,
+    "/help": _help, "/undo": rewind.open_picker, "/rewind": rewind.open_picker, "/redo": rewind.redo,
+    "/diff": _diff, "/commit": _commit, "/model": _model,
     "/mode": _mode, "/compact": _compact, "/clear": _clear, "/resume": _resume, "/init": _init,
-    "/stats": _stats, "/denoise": _denoise, "/quit": _quit, "/exit": _quit,
+    "/stats": _stats, "/cost": feature_commands.show_usage, "/usage": feature_commands.show_usage,
+    "/denoise": _denoise, "/quit": _quit, "/exit": _quit,
 }
 
 

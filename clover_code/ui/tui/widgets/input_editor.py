@@ -67,6 +67,8 @@ class InputEditor(TextArea):
         self._draft = ""
         self._pastes: dict[str, str] = {}
         self._paths = paths or (lambda: [])
+        # Keys an open popup takes before the editor (ui/tui/completion.py): whether it took it.
+        self.key_filter: Callable[[str], bool] | None = None
 
     # --- sending -------------------------------------------------------------------------
     def expanded_text(self) -> str:
@@ -106,6 +108,10 @@ class InputEditor(TextArea):
         return text
 
     async def _on_key(self, event: events.Key) -> None:
+        if self.key_filter is not None and self.key_filter(event.key):
+            event.stop()
+            event.prevent_default()
+            return
         if event.key == "enter":
             event.stop()
             event.prevent_default()

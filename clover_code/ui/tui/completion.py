@@ -1,0 +1,165 @@
+"""What the completion popup offers for the word at the editor's cursor, and its keys.
+
+`/` at the start of the message offers the slash commands (Enter runs the chosen one, Tab
+only completes it); `@` after a space or at the start offers the workspace's files and folders
+(Enter or Tab completes; a folder keeps the popup open on what is inside). Up/Down move,
+Esc closes. With the popup closed, every key is the editor's as before.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from clover_code.ui.tui.widgets.completion_popup import (
+    MAX_SHOWN,
+    Completion,
+    CompletionPopup,
+)
+
+_AT_WORD = re.compile(r"(?:^|(?<=\s))@([^\s@]*)$")
+_HELP_LINE = re.compile(r"^  (/\S+)(?: (\S.*?))?\s{2,}(\S.*)$")
+
+
+@dataclass(frozen=True)
+class Word:
+    """The word being completed: where it starts on the cursor's row, and its kind."""
+
+    kind: str  # "command" | "path"
+    row: int
+    start: int  # column of its `/` or `@`
+    typed: str  # after the `/` or `@`, up to the cursor
+
+
+class Editor(Protocol):
+    """What the completer uses of the editor (widgets/input_editor.InputEditor)."""
+
+    text: str
+
+    @property
+    def cursor_location(self) -> tuple[int, int]: ...
+
+    def replace(self, insert: str, start: tuple[int, int], end: tuple[int, int]) -> object: ...
+
+    def submit(self) -> None: ...
+
+
+def commands_from_help(help_text: str) -> list[Completion]:
+    """The slash commands as the help lists them (`  /name [ARG]   what it does`): one source."""
+    found = []
+    for line in help_text.splitlines():
+        match = _HELP_LINE.match(line)
+        if match:
+            name, arg, what = match.groups()
+            found.append(Completion(name, f"{arg + '  ' if arg else ''}{what}"))
+    return found
+
+
+def word_at(text_lines: list[str], row: int, col: int) -> Word | None:
+    before = text_lines[row][:col] if row < len(text_lines) else ""
+    if row == 0 and before.startswith("/") and not any(c.isspace() for c in before):
+        return Word("command", 0, 0, before[1:])
+    match = _AT_WORD.search(before)
+    if match is not None:
+        return Word("path", row, match.start(), match.group(1))
+    return None
+
+
+def with_folders(files: Iterable[str]) -> list[str]:
+    """The files and every folder above them (`src/`), folders first."""
+    files = list(files)
+    folders = sorted({f[: i + 1] for f in files for i, c in enumerate(f) if c == "/"})
+    return folders + files
+
+
+def path_choices(typed: str, paths: Iterable[str]) -> list[Completion]:
+    """Paths matching `typed`: one that starts with it first, then one whose name starts with
+    it, then one holding it, then its letters in order; shorter first."""
+    needle = typed.lower()
+    if not needle:  # nothing typed yet: the top of the workspace
+        paths = (p for p in paths if "/" not in p.rstrip("/"))
+    ranked = ((rank, len(path), path) for path in paths if (rank := _rank(path.lower(), needle)) is not None)
+    return [Completion(path, "", "" if path.endswith("/") else " ")
+            for _, _, path in heapq.nsmallest(MAX_SHOWN, ranked)]
+
+
+def _rank(path: str, needle: str) -> int | None:
+    if path.startswith(needle):
+        return 0
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if name.startswith(needle):
+        return 1
+    if needle in path:
+        return 2
+    at = 0
+    for char in needle:  # a subsequence: `tuiapp` finds ui/tui/app.py
+        at = path.find(char, at) + 1
+        if not at:
+            return None
+    return 3
+
+
+class Completer:
+    """Keeps the popup in step with the editor; takes the keys that move or pick in it."""
+
+    def __init__(self, editor: Editor, popup: CompletionPopup, commands: list[Completion],
+                 files: Callable[[], list[str]]) -> None:
+        self.editor, self.popup, self.commands, self.files = editor, popup, commands, files
+        self.word: Word | None = None
+        self._text = ""  # the editor's text at the last change
+        self._ours = False  # the next change is a completion being put in
+        self._paths: tuple[list[str] | None, list[str]] = (None, [])  # (files, with their folders)
+
+    def text_changed(self) -> None:
+        text, before = self.editor.text, self._text
+        self._text = text
+        typed = abs(len(text) - len(before)) <= 2 or self._ours  # a key, not a paste or a loaded prompt
+        self._ours = False
+        row, col = self.editor.cursor_location
+        word = word_at(text.split("\n"), row, col) if typed or self.popup.is_open else None
+        self.word = word
+        if word is None:
+            self.popup.close()
+        elif word.kind == "command":
+            typed = word.typed.lower()
+            found = [c for c in self.commands if c.value[1:].startswith(typed)]
+            found.sort(key=lambda c: c.value[1:] != typed)  # `/mode` typed out: /mode first, then /model
+            self.popup.show(found)
+        else:
+            self.popup.show(path_choices(word.typed, self._workspace_paths()))
+
+    def _workspace_paths(self) -> list[str]:
+        files = self.files()
+        if files is not self._paths[0]:  # the app's list is cached: folders are worked out once per list
+            self._paths = (files, with_folders(files))
+        return self._paths[1]
+
+    def key(self, key: str) -> bool:
+        """Whether `key` was the popup's (the editor then does nothing with it)."""
+        if not self.popup.is_open or self.word is None:
+            return False
+        if key in ("up", "down"):
+            self.popup.move(-1 if key == "up" else 1)
+        elif key == "escape":
+            self.popup.close()
+        elif key in ("tab", "enter"):
+            self._accept(run=key == "enter" and self.word.kind == "command")
+        else:
+            return False
+        return True
+
+    def _accept(self, run: bool) -> None:
+        word, chosen = self.word, self.popup.chosen()
+        if word is None or chosen is None:
+            return
+        _, col = self.editor.cursor_location
+        marker = "/" if word.kind == "command" else "@"
+        self.popup.close()
+        self._ours = True  # a folder keeps the popup open on what it holds
+        self.editor.replace(marker + chosen.value.lstrip("/") + ("" if run else chosen.then),
+                            (word.row, word.start), (word.row, col))
+        if run:
+            self.editor.submit()
