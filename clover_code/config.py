@@ -76,6 +76,8 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "deny_read": (_text_list, 'a list of paths ("~/..." or absolute)'),
     "max_processes": (lambda v: _is_int(v) and v >= 1, "a whole number of processes, 1 or more"),
     "memory_mb": (lambda v: _is_int(v) and v >= 1, "a whole number of megabytes, 1 or more"),
+    "price_input_per_mtok": (lambda v: _is_number(v) and v >= 0, "a price per million tokens, 0 or more"),
+    "price_output_per_mtok": (lambda v: _is_number(v) and v >= 0, "a price per million tokens, 0 or more"),
 }
 
 def _check(key: str, value: Any, source: str) -> None:

@@ -47,6 +47,9 @@ class Settings:
     deny_read: list[str] = field(default_factory=lambda: list(DEFAULT_DENY_READ))
     max_processes: int = DEFAULT_MAX_PROCESSES
     memory_mb: int = DEFAULT_MEMORY_MB
+    # What a million tokens cost, in (or out of) the model: /cost's estimate; None: no estimate.
+    price_input_per_mtok: float | None = None
+    price_output_per_mtok: float | None = None
     notices: list[str] = field(default_factory=list)  # settings ignored, for the UI to show once
 
     def engine_name(self) -> str:

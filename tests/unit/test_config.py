@@ -123,3 +123,15 @@ def test_no_model_anywhere_means_the_shipped_demo_checkpoint_with_one_notice(tmp
 def test_a_named_model_or_endpoint_wins_over_the_demo(tmp_path, flags):
     s = load_settings(tmp_path, flags)
     assert s.model == flags.get("model") and not any("demo model" in n for n in s.notices)
+
+
+def test_prices_come_from_the_user_config_only(tmp_path):
+    """/cost's prices per million tokens: the user's to set, never a repository's."""
+    write(tmp_path / "xdg/clover-code/config.toml", "price_input_per_mtok = 0.3\nprice-output-per-mtok = 1.2\n")
+    write(tmp_path / "repo/.clover/config.toml", "price_input_per_mtok = 99\n")
+    s = load_settings(tmp_path / "repo", {"endpoint": "http://127.0.0.1:9"})
+    assert (s.price_input_per_mtok, s.price_output_per_mtok) == (0.3, 1.2)
+    assert "price_input_per_mtok" in s.notices[0]
+    write(tmp_path / "xdg/clover-code/config.toml", "price_output_per_mtok = -1\n")
+    with pytest.raises(ConfigError, match="price_output_per_mtok = -1 is not valid; it must be a price"):
+        load_settings(tmp_path)
