@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Awaitable, Callable, ClassVar, Literal, Protocol, get_args, runtime_checkable
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
@@ -42,23 +44,39 @@ class Tool(Protocol):
     kind: ClassVar[ToolKind]
     Args: ClassVar[type[BaseModel]]
 
-    async def run(self, args: BaseModel, ctx: "ToolContext") -> ToolResult: ...
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult: ...
 
 
 @runtime_checkable
 class Previewing(Protocol):
     """A tool that can show what a call would do before it runs (an edit's diff)."""
 
-    def preview(self, args: BaseModel, ctx: "ToolContext") -> str | Awaitable[str]:
+    def preview(self, args: BaseModel, ctx: ToolContext) -> str | Awaitable[str]:
         """ToolError when the call would fail anyway."""
         ...
 
 
+class WorkspaceAccess(Protocol):
+    """What tools use of the workspace: clover_code.tools.workspace.Workspace (a Protocol here,
+    since the workspace module imports this one for ToolError)."""
+
+    root: Path
+
+    def resolve(self, path: str) -> Path: ...
+    def resolve_for_write(self, path: str) -> Path: ...
+    def relative(self, path: Path) -> str: ...
+    def note_read(self, path: Path, data: bytes | None = None) -> None: ...
+    def note_written(self, path: Path) -> None: ...
+    def forget(self, path: Path) -> None: ...
+    def check_fresh(self, path: Path) -> None: ...
+    def atomic_write(self, path: Path, data: bytes) -> None: ...
+
+
 @dataclass
 class ToolContext:
-    """What tools act on. `workspace` is a clover_code.tools.workspace.Workspace."""
+    """What tools act on."""
 
-    workspace: Any
+    workspace: WorkspaceAccess
     sandbox: bool = True  # run_shell inside bubblewrap
     shell_timeout: float = 120.0
     checkpoints: Any = None  # clover_code.tools.git.Checkpoints, when in use

@@ -11,22 +11,30 @@ import asyncio
 import difflib
 import re
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, Field
 
-from clover_code.tools import ToolContext, ToolError, ToolResult
+from clover_code.tools import ToolContext, ToolError, ToolKind, ToolResult, WorkspaceAccess
 from clover_code.tools.workspace.patch import Change, parse_patch, plan_patch
 from clover_code.tools.workspace.textdiff import closest_region, unified_diff
 from clover_code.tools.workspace.textfile import (
-    MAX_LINE_CHARS, SNIFF_BYTES, count_lines, decode, encode, is_binary, numbered_lines, to_crlf, uses_crlf,
+    MAX_LINE_CHARS,
+    SNIFF_BYTES,
+    count_lines,
+    decode,
+    encode,
+    is_binary,
+    numbered_lines,
+    to_crlf,
+    uses_crlf,
 )
 
 DEFAULT_LIMIT = 2000  # lines shown when no limit is given
 LINE_NUMBER = re.compile(r"^ *\d+\t")  # the prefix read_file puts on each line
 
 
-def _missing(ws, path: Path, given: str) -> ToolError:
+def _missing(ws: WorkspaceAccess, path: Path, given: str) -> ToolError:
     try:
         siblings = [p.name for p in path.parent.iterdir()]
     except OSError:
@@ -36,7 +44,7 @@ def _missing(ws, path: Path, given: str) -> ToolError:
     return ToolError(f"file not found: {given}{hint}")
 
 
-def _existing_file(ws, given: str, write: bool = False) -> Path:
+def _existing_file(ws: WorkspaceAccess, given: str, write: bool = False) -> Path:
     path = ws.resolve_for_write(given) if write else ws.resolve(given)
     if path.is_dir():
         raise ToolError(f"{given} is a directory, not a file (list_files shows a directory)")
@@ -52,7 +60,7 @@ def _existing_file(ws, given: str, write: bool = False) -> Path:
 
 class ReadFile:
     name: ClassVar[str] = "read_file"
-    kind: ClassVar[str] = "read"
+    kind: ClassVar[ToolKind] = "read"
 
     class Args(BaseModel):
         path: str = Field(description="File path, relative to the workspace root.")
@@ -62,7 +70,7 @@ class ReadFile:
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         return await asyncio.to_thread(self.read, args, ctx.workspace)  # big files must not stall the UI
 
-    def read(self, args: Args, ws) -> ToolResult:
+    def read(self, args: Args, ws: WorkspaceAccess) -> ToolResult:
         path = _existing_file(ws, args.path)
         size = path.stat().st_size
         with open(path, "rb") as fh:
@@ -94,39 +102,44 @@ class ReadFile:
 # -- edit tools: plan (pure), then commit --------------------------------------------
 
 
-class _EditTool:
+A = TypeVar("A", bound=BaseModel)
+
+
+class _EditTool(Generic[A]):
     """Shared by the edit tools: `plan` computes the changes, `run` writes them."""
 
-    kind: ClassVar[str] = "edit"
+    name: ClassVar[str]
+    kind: ClassVar[ToolKind] = "edit"
+    Args: ClassVar[type[BaseModel]]
 
-    def plan(self, args, ws) -> list[Change]:
+    def plan(self, args: A, ws: WorkspaceAccess) -> list[Change]:
         raise NotImplementedError
 
-    def preview(self, args, ctx: ToolContext) -> str:
+    def preview(self, args: A, ctx: ToolContext) -> str:
         """The unified diff the edit would make, without writing; ToolError if it would fail."""
         try:
             return _diff(ctx.workspace, self.plan(args, ctx.workspace))
         except OSError as exc:
             raise ToolError(f"{self.name} failed: {exc.strerror or exc}") from None
 
-    async def run(self, args, ctx: ToolContext) -> ToolResult:
+    async def run(self, args: A, ctx: ToolContext) -> ToolResult:
         return await asyncio.to_thread(self.apply, args, ctx.workspace)  # big files must not stall the UI
 
-    def apply(self, args, ws) -> ToolResult:
+    def apply(self, args: A, ws: WorkspaceAccess) -> ToolResult:
         changes = self.plan(args, ws)
         commit(ws, changes)
         return _result(ws, changes, self.summary(args, changes))
 
-    def summary(self, args, changes: list[Change]) -> str:
-        return f"{'created' if changes[0].old is None else 'updated'} {args.path}"
+    def summary(self, args: A, changes: list[Change]) -> str:
+        raise NotImplementedError
 
 
-def check_all_fresh(ws, changes: list[Change]) -> None:
+def check_all_fresh(ws: WorkspaceAccess, changes: list[Change]) -> None:
     for path in dict.fromkeys(c.path for c in changes):
         ws.check_fresh(path)
 
 
-def commit(ws, changes: list[Change]) -> None:
+def commit(ws: WorkspaceAccess, changes: list[Change]) -> None:
     check_all_fresh(ws, changes)
     for change in changes:
         if change.new is None:
@@ -137,11 +150,11 @@ def commit(ws, changes: list[Change]) -> None:
             ws.note_written(change.path)
 
 
-def _diff(ws, changes: list[Change]) -> str:
+def _diff(ws: WorkspaceAccess, changes: list[Change]) -> str:
     return "".join(unified_diff(ws.relative(c.path), c.old, c.new) for c in changes)
 
 
-def _result(ws, changes: list[Change], text: str) -> ToolResult:
+def _result(ws: WorkspaceAccess, changes: list[Change], text: str) -> ToolResult:
     paths = list(dict.fromkeys(ws.relative(c.path) for c in changes))
     return ToolResult(True, text, {"diff": _diff(ws, changes), "paths": paths})
 
@@ -149,14 +162,16 @@ def _result(ws, changes: list[Change], text: str) -> ToolResult:
 # -- write_file -----------------------------------------------------------------------
 
 
-class WriteFile(_EditTool):
+class WriteFileArgs(BaseModel):
+    path: str = Field(description="File path, relative to the workspace root. Parent folders are created.")
+    content: str = Field(description="The complete new content of the file.")
+
+
+class WriteFile(_EditTool[WriteFileArgs]):
     name: ClassVar[str] = "write_file"
+    Args = WriteFileArgs
 
-    class Args(BaseModel):
-        path: str = Field(description="File path, relative to the workspace root. Parent folders are created.")
-        content: str = Field(description="The complete new content of the file.")
-
-    def plan(self, args: Args, ws) -> list[Change]:
+    def plan(self, args: WriteFileArgs, ws: WorkspaceAccess) -> list[Change]:
         path = ws.resolve_for_write(args.path)
         if path.is_dir():
             raise ToolError(f"{args.path} is a directory, not a file")
@@ -167,20 +182,25 @@ class WriteFile(_EditTool):
             content = to_crlf(content)  # keep the file's line endings
         return [Change(path, old, encode(content))]
 
+    def summary(self, args: WriteFileArgs, changes: list[Change]) -> str:
+        return f"{'created' if changes[0].old is None else 'updated'} {args.path}"
+
 
 # -- edit_file ------------------------------------------------------------------------
 
 
-class EditFile(_EditTool):
+class EditFileArgs(BaseModel):
+    path: str = Field(description="File path, relative to the workspace root.")
+    old_string: str = Field(description="Exact text to replace, including whitespace and indentation.")
+    new_string: str = Field(description="Text to put in its place (must differ from old_string).")
+    replace_all: bool = Field(False, description="Replace every occurrence instead of exactly one.")
+
+
+class EditFile(_EditTool[EditFileArgs]):
     name: ClassVar[str] = "edit_file"
+    Args = EditFileArgs
 
-    class Args(BaseModel):
-        path: str = Field(description="File path, relative to the workspace root.")
-        old_string: str = Field(description="Exact text to replace, including whitespace and indentation.")
-        new_string: str = Field(description="Text to put in its place (must differ from old_string).")
-        replace_all: bool = Field(False, description="Replace every occurrence instead of exactly one.")
-
-    def plan(self, args: Args, ws) -> list[Change]:
+    def plan(self, args: EditFileArgs, ws: WorkspaceAccess) -> list[Change]:
         if args.old_string == args.new_string:
             raise ToolError("old_string and new_string are the same; nothing to change")
         if not args.old_string:
@@ -203,7 +223,7 @@ class EditFile(_EditTool):
             )
         return [Change(path, data, encode(text.replace(old, new)))]
 
-    def summary(self, args, changes: list[Change]) -> str:
+    def summary(self, args: EditFileArgs, changes: list[Change]) -> str:
         return f"edited {args.path}"
 
 
@@ -218,7 +238,8 @@ def _not_found(name: str, text: str, wanted: str) -> str:
 
 
 def _match_lines(text: str, needle: str, most: int = 10) -> list[int]:
-    lines, start = [], text.find(needle)
+    lines: list[int] = []
+    start = text.find(needle)
     while start != -1 and len(lines) < most:
         lines.append(text.count("\n", 0, start) + 1)
         start = text.find(needle, start + len(needle))
@@ -228,19 +249,21 @@ def _match_lines(text: str, needle: str, most: int = 10) -> list[int]:
 # -- apply_patch ----------------------------------------------------------------------
 
 
-class ApplyPatch(_EditTool):
+class ApplyPatchArgs(BaseModel):
+    patch: str = Field(description="The whole patch, from '*** Begin Patch' to '*** End Patch'.")
+
+
+class ApplyPatch(_EditTool[ApplyPatchArgs]):
     name: ClassVar[str] = "apply_patch"
+    Args = ApplyPatchArgs
 
-    class Args(BaseModel):
-        patch: str = Field(description="The whole patch, from '*** Begin Patch' to '*** End Patch'.")
-
-    def plan(self, args: Args, ws) -> list[Change]:
+    def plan(self, args: ApplyPatchArgs, ws: WorkspaceAccess) -> list[Change]:
         changes, failure = plan_patch(parse_patch(args.patch), ws)
         if failure:
             raise ToolError(failure + " Nothing was changed.")
         return changes
 
-    def apply(self, args: Args, ws) -> ToolResult:
+    def apply(self, args: ApplyPatchArgs, ws: WorkspaceAccess) -> ToolResult:
         changes, failure = plan_patch(parse_patch(args.patch), ws)
         commit(ws, changes)  # as Codex: operations before a failing one stay applied
         if not failure:
@@ -252,12 +275,14 @@ class ApplyPatch(_EditTool):
         return result
 
 
-def _listing(ws, changes: list[Change]) -> str:
+def _listing(ws: WorkspaceAccess, changes: list[Change]) -> str:
     final: dict[Path, Change] = {}
     for c in changes:  # one line per file, from its first state to its last
         first = final.get(c.path, c)
         final[c.path] = Change(c.path, first.old, c.new)
-    letter = lambda c: "A" if c.old is None else "D" if c.new is None else "M"  # noqa: E731
+    def letter(c: Change) -> str:
+        return "A" if c.old is None else "D" if c.new is None else "M"
+
     return "\n".join(f"{letter(c)} {ws.relative(c.path)}" for c in final.values()
                      if c.old is not None or c.new is not None)
 

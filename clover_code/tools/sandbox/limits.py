@@ -177,8 +177,9 @@ class _TaskWatch:
 
     def stuck(self) -> bool:
         """At the cgroup's limit, with forks refused, for STUCK_S on end."""
-        current = _read(self.cgroup / "pids.current").strip() if self.cgroup else ""
-        at_limit = current.isdigit() and int(current) >= self.limit and _cgroup_refused(self.cgroup)
+        cgroup = self.cgroup
+        current = _read(cgroup / "pids.current").strip() if cgroup else ""
+        at_limit = cgroup is not None and current.isdigit() and int(current) >= self.limit and _cgroup_refused(cgroup)
         now = time.monotonic()
         self.stuck_since = (self.stuck_since or now) if at_limit else None
         return self.stuck_since is not None and now - self.stuck_since >= STUCK_S

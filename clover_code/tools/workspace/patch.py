@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clover_code.tools import ToolError
+from clover_code.tools import ToolError, WorkspaceAccess
 from clover_code.tools.workspace.textdiff import closest_region
 from clover_code.tools.workspace.textfile import decode, encode, uses_crlf
 
@@ -82,7 +82,8 @@ def parse_patch(text: str) -> list[FileOp]:
         raise ToolError(f"invalid patch: the first line must be '{BEGIN}'")
     if lines[-1].strip() != END:
         raise ToolError(f"invalid patch: the last line must be '{END}'")
-    body, ops, i = lines[1:-1], [], 0
+    body, i = lines[1:-1], 0
+    ops: list[FileOp] = []
     while i < len(body):
         head = body[i].strip()
         i += 1
@@ -244,7 +245,7 @@ def apply_chunks(text: str, chunks: list[Chunk], name: str) -> str:
 class Planner:
     """Applies operations to an in-memory overlay of the tree, recording Changes in order."""
 
-    def __init__(self, workspace, resolved: dict[str, Path]):
+    def __init__(self, workspace: WorkspaceAccess, resolved: dict[str, Path]):
         self.ws, self.resolved = workspace, resolved
         self.overlay: dict[Path, bytes | None] = {}
         self.changes: list[Change] = []
@@ -279,9 +280,9 @@ class Planner:
             self.put(path, None)
 
 
-def plan_patch(ops: list[FileOp], workspace) -> tuple[list[Change], str | None]:
+def plan_patch(ops: list[FileOp], workspace: WorkspaceAccess) -> tuple[list[Change], str | None]:
     """Changes of the operations that succeed, in order, and the first failure's message."""
-    resolved = {}
+    resolved: dict[str, Path] = {}
     for op in ops:  # every path is checked before anything is planned
         for name in filter(None, (op.path, op.move_to)):
             resolved[name] = workspace.resolve_for_write(name)

@@ -4,7 +4,9 @@ and numbered lines read a capped line at a time (a 50 MB file never sits in memo
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from clover_code.tools import ToolError
 
@@ -36,7 +38,7 @@ def to_crlf(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\n", "\r\n")
 
 
-def numbered_lines(fh, offset: int, limit: int) -> tuple[list[str], int | None, bool, bool]:
+def numbered_lines(fh: BinaryIO, offset: int, limit: int) -> tuple[list[str], int | None, bool, bool]:
     """Lines offset..offset+limit-1 numbered `cat -n` style; the next line to read if cut short."""
     shown: list[str] = []
     cut = bad = False
@@ -59,7 +61,7 @@ def numbered_lines(fh, offset: int, limit: int) -> tuple[list[str], int | None, 
     return shown, None, cut, bad
 
 
-def _skip_lines(fh, count: int, chunk_size: int = 1 << 20) -> int:
+def _skip_lines(fh: BinaryIO, count: int, chunk_size: int = 1 << 20) -> int:
     """Move past `count` lines a chunk at a time (counting in C); how many there were."""
     skipped = 0
     while skipped < count:
@@ -79,7 +81,7 @@ def _skip_lines(fh, count: int, chunk_size: int = 1 << 20) -> int:
     return skipped
 
 
-def _raw_lines(fh):
+def _raw_lines(fh: BinaryIO) -> Iterator[tuple[bytes, bool]]:
     """(line bytes, was cut) without ever holding more than one capped line in memory."""
     cap = MAX_LINE_CHARS * 4 + 1  # UTF-8 takes at most 4 bytes per character
     while True:
