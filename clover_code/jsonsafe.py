@@ -17,6 +17,11 @@ import json
 import re
 from typing import Any
 
+# A value decoded from JSON (model output, session logs, servers, files): arbitrary by nature,
+# checked where it is used. The names say so wherever such a value crosses a function boundary.
+JSON = Any
+JSONObject = dict[str, JSON]
+
 # Far deeper than any tool's arguments or any session event; far below the ~1,000 levels
 # at which the json module hits Python's recursion limit.
 MAX_DEPTH = 64
@@ -44,7 +49,7 @@ def nesting_depth(text: str, limit: int = MAX_DEPTH) -> int:
     return deepest
 
 
-def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
+def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> JSON:
     """json.loads that raises JSONDecodeError (never RecursionError) for text nested too deep."""
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8")
@@ -63,7 +68,7 @@ def escape_char(ch: str) -> str:
     return f"\\u{ord(ch):04x}"
 
 
-def dumps_line(value: Any) -> str:
+def dumps_line(value: JSON) -> str:
     """One line of JSON, readable (non-ASCII text kept), safe to write anywhere as UTF-8."""
     line = json.dumps(value, ensure_ascii=False, default=str)
     return _UNSAFE_IN_LINE.sub(lambda m: escape_char(m.group()), line)

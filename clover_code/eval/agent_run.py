@@ -19,7 +19,8 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+
+from clover_code.jsonsafe import JSONObject
 
 GRACE_S = 10.0  # after SIGTERM, before SIGKILL
 
@@ -53,7 +54,7 @@ class TryFigures:
     context_window: int | None = None
     session_id: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return asdict(self)
 
 
@@ -62,14 +63,14 @@ class ProcessBoard:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._procs: set[subprocess.Popen] = set()
+        self._procs: set[subprocess.Popen[bytes]] = set()
         self.stopping = threading.Event()
 
-    def add(self, proc: subprocess.Popen) -> None:
+    def add(self, proc: subprocess.Popen[bytes]) -> None:
         with self._lock:
             self._procs.add(proc)
 
-    def remove(self, proc: subprocess.Popen) -> None:
+    def remove(self, proc: subprocess.Popen[bytes]) -> None:
         with self._lock:
             self._procs.discard(proc)
 
@@ -123,7 +124,7 @@ def run_try(argv: list[str], prompt: str, env: dict[str, str], events: Path, std
     return figures
 
 
-def _send(proc: subprocess.Popen, prompt: str) -> None:
+def _send(proc: subprocess.Popen[bytes], prompt: str) -> None:
     try:
         assert proc.stdin is not None
         proc.stdin.write(prompt.encode("utf-8"))
@@ -132,7 +133,7 @@ def _send(proc: subprocess.Popen, prompt: str) -> None:
         pass  # it ended before reading: its result says why
 
 
-def _wait(proc: subprocess.Popen, timeout: float, board: ProcessBoard) -> str:
+def _wait(proc: subprocess.Popen[bytes], timeout: float, board: ProcessBoard) -> str:
     """Wait for the process: "done", "timeout" (past its limit) or "stopped" (Ctrl-C)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -153,7 +154,7 @@ def _wait(proc: subprocess.Popen, timeout: float, board: ProcessBoard) -> str:
             return "stopped" if stopped else "timeout"
 
 
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
     try:
         os.killpg(proc.pid, sig)
     except (ProcessLookupError, PermissionError):
@@ -217,12 +218,12 @@ def read_events(path: Path) -> TryFigures:
     return f
 
 
-def _call_id(event: dict) -> str:
+def _call_id(event: JSONObject) -> str:
     call = event.get("call")
     return str(call.get("id")) if isinstance(call, dict) else ""
 
 
-def _take_result(f: TryFigures, result: dict) -> None:
+def _take_result(f: TryFigures, result: JSONObject) -> None:
     for key in ("exit_code", "exit_reason", "error", "model", "context_window", "session_id", "seconds"):
         if result.get(key) is not None:
             setattr(f, key, result[key])

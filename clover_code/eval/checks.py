@@ -14,12 +14,12 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from clover_code.tools import ToolError
-from clover_code.tools.sandbox.policy import SandboxPolicy
 from clover_code.tools.sandbox.bwrap import SHELL, command_env, confined_argv
+from clover_code.tools.sandbox.policy import SandboxPolicy
 
 OUTPUT_LIMIT = 6000  # characters of check output kept (its end: where test runners summarize)
 TIMING = re.compile(r"\bin \d+(\.\d+)?s\b")
@@ -40,7 +40,7 @@ class CheckResult:
 class CheckRunner:
     sandbox: bool = True
     timeout: float = 180.0
-    policy: SandboxPolicy = SandboxPolicy()
+    policy: SandboxPolicy = field(default_factory=SandboxPolicy)
 
     def run(self, command: str, cwd: Path, *, writable: tuple[Path, ...] = (), names: dict[str, str] | None = None,
             env: dict[str, str] | None = None) -> CheckResult:

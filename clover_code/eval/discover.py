@@ -15,7 +15,7 @@ from pathlib import Path
 from clover_code.eval.exercism import load_exercise
 from clover_code.eval.harbor import load_harbor_task
 from clover_code.eval.sandbox import load_sandbox_task
-from clover_code.eval.tasks import Format, NeedsDocker, Problem, Task, TaskError
+from clover_code.eval.tasks import Format, NeedsDocker, Problem, ProblemKind, Task, TaskError
 
 LOADERS = {"sandbox": load_sandbox_task, "exercism": load_exercise, "harbor": load_harbor_task}
 
@@ -38,7 +38,7 @@ def discover(paths: list[str]) -> tuple[list[Task], list[Problem]]:
             try:
                 tasks.append(LOADERS[fmt](path.resolve()))
             except TaskError as exc:
-                kind = "needs-docker" if isinstance(exc, NeedsDocker) else "malformed"
+                kind: ProblemKind = "needs-docker" if isinstance(exc, NeedsDocker) else "malformed"
                 problems.append(Problem(str(path), str(exc), kind))
     return _unique_ids(tasks), problems
 

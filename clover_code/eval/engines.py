@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
+from clover_code.jsonsafe import JSONObject
+
 Kind = Literal["embedded", "remote", "scripted"]
 LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 SPEC_HELP = ("embedded, embedded:DIR, a checkpoint DIR, http(s)://HOST/v1[#MODEL], remote, "
@@ -176,7 +178,7 @@ def engine_json(engine: EngineSpec) -> dict[str, object]:
     return {"name": engine.name, "spec": engine.spec, "kind": engine.kind, "price": price}
 
 
-def engine_from_json(data: dict) -> EngineSpec:
+def engine_from_json(data: JSONObject) -> EngineSpec:
     engine = parse_engine(f"{data['name']}={data['spec']}")
     price = data.get("price")
     return _with_price(engine, Price(*price)) if price else engine

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from clover_code.eval.checks import CheckResult, CheckRunner
 from clover_code.eval.tasks import Task, TaskError, copy_files, git_init, workspace_files
+from clover_code.jsonsafe import JSONObject
 
 DOCS = ("introduction.md", "instructions.md", "instructions.append.md")
 
@@ -97,7 +98,7 @@ def load_exercise(folder: Path) -> Exercise:
     return Exercise(folder, solution, tests, editor, text)
 
 
-def _names(files: dict, key: str) -> list[str]:
+def _names(files: JSONObject, key: str) -> list[str]:
     value = files.get(key) or []
     if isinstance(value, str):
         value = [value]

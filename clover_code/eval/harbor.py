@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 
 from clover_code.eval.checks import CheckResult, CheckRunner
 from clover_code.eval.tasks import NeedsDocker, Task, TaskError, copy_files, git_init
+from clover_code.jsonsafe import JSONObject
 
 LOCAL_INSTRUCTIONS = {"FROM", "WORKDIR", "COPY", "ADD", "ENV", "ARG", "LABEL", "USER", "CMD", "ENTRYPOINT",
                       "EXPOSE", "SHELL", "STOPSIGNAL", "HEALTHCHECK", "VOLUME", "ONBUILD"}
@@ -123,21 +124,27 @@ def load_harbor_task(folder: Path) -> HarborTask:
         raise TaskError(f"task.toml is not valid TOML: {exc}") from None
     if not (folder / "tests" / "test.sh").is_file():
         raise TaskError("no tests/test.sh (the verifier that writes the reward)")
-    environment = config.get("environment") if isinstance(config.get("environment"), dict) else {}
+    environment = _section(config, "environment")
     if environment.get("docker_image"):
         raise NeedsDocker(f"runs in the image {environment['docker_image']}: needs Docker (run it with Harbor)")
     env = folder / "environment"
     if (env / "docker-compose.yaml").is_file() or (env / "docker-compose.yml").is_file():
         raise NeedsDocker("its environment is a docker-compose setup: needs Docker (run it with Harbor)")
     workdir, copies = _dockerfile(env / "Dockerfile")
-    meta = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+    meta = _section(config, "metadata")
     family = str(meta.get("category") or "harbor")
     return HarborTask(folder, family, instruction, workdir, copies, _seconds(config, "agent"),
                       _seconds(config, "verifier"))
 
 
-def _seconds(config: dict, section: str) -> float | None:
-    value = (config.get(section) or {}).get("timeout_sec") if isinstance(config.get(section), dict) else None
+def _section(config: JSONObject, name: str) -> JSONObject:
+    """A table of task.toml; {} when it is missing or not a table."""
+    value = config.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def _seconds(config: JSONObject, section: str) -> float | None:
+    value = _section(config, section).get("timeout_sec")
     return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 

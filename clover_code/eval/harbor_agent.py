@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from clover_code.eval.agent_run import read_events
+from clover_code.jsonsafe import JSONObject
 
 AGENT_LOGS = "/logs/agent"  # Harbor's agent log folder inside the container
 EVENTS, STDERR = "clover-code.events.jsonl", "clover-code.stderr.txt"
@@ -51,7 +52,7 @@ def run_command(instruction: str, *, endpoint: str | None = None, model: str | N
     return (f"mkdir -p {folder} && {shlex.join(argv)} > {folder}/{EVENTS} 2> {folder}/{STDERR}")
 
 
-def context_values(events: Path, price: tuple[float, float] | None = None) -> dict[str, Any]:
+def context_values(events: Path, price: tuple[float, float] | None = None) -> JSONObject:
     """What Harbor's AgentContext gets from a run's events file."""
     f = read_events(events)
     cost = None
@@ -70,13 +71,13 @@ def model_part(model_name: str | None) -> str | None:
 
 
 try:  # Harbor is optional: only a machine that runs Harbor has it
-    from harbor.agents.installed.base import BaseInstalledAgent, ExecInput  # type: ignore[import-not-found]
+    from harbor.agents.installed.base import BaseInstalledAgent, ExecInput  # untyped: pyproject's [tool.mypy]
 except ImportError:
-    BaseInstalledAgent = None  # type: ignore[assignment,misc]
+    BaseInstalledAgent = None
 
 if BaseInstalledAgent is not None:
 
-    class CloverCodeAgent(BaseInstalledAgent):  # type: ignore[misc,valid-type]
+    class CloverCodeAgent(BaseInstalledAgent):  # type: ignore[misc]  # Harbor has no types: its base is Any
         """clover-code as a Harbor installed agent. Keyword arguments (--agent-kwarg KEY=VALUE):
         endpoint (an OpenAI-compatible server; else the embedded engine), engine (any --engine
         value, overriding endpoint), max_turns, install_spec (what pip installs), pip_args,

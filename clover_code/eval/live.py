@@ -6,7 +6,17 @@ from __future__ import annotations
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from types import TracebackType
+from typing import TYPE_CHECKING, TextIO
+
+from clover_code.jsonsafe import JSONObject
+
+if TYPE_CHECKING:
+    from rich.console import Group
+    from rich.live import Live
+
+    from clover_code.eval.engines import EngineSpec
+    from clover_code.eval.tasks import Task
 
 
 @dataclass
@@ -30,35 +40,36 @@ class LiveView:
 
     def __post_init__(self) -> None:
         self.lock = threading.Lock()
-        self.stream = self.stream or sys.stderr
+        self.out: TextIO = self.stream or sys.stderr
         self.per = {e: _Engine() for e in self.engines}
         if self.tty is None:
-            self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self._live: Any = None
+            self.tty = bool(getattr(self.out, "isatty", lambda: False)())
+        self._live: Live | None = None
 
     @property
     def finished(self) -> int:
         return sum(e.done for e in self.per.values())
 
-    def __enter__(self) -> "LiveView":
+    def __enter__(self) -> LiveView:
         if self.tty:
             from rich.console import Console
             from rich.live import Live
 
-            self._live = Live(self, console=Console(file=self.stream), refresh_per_second=4, transient=False)
+            self._live = Live(self, console=Console(file=self.out), refresh_per_second=4, transient=False)
             self._live.__enter__()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if self._live is not None:
-            self._live.__exit__(*exc)
+            self._live.__exit__(kind, exc, tb)
             self._live = None
 
-    def started(self, task: Any, engine: Any) -> None:
+    def started(self, task: Task, engine: EngineSpec) -> None:
         with self.lock:
             self.running[(task.id, engine.name)] = 1
 
-    def tried(self, line: dict[str, Any]) -> None:
+    def tried(self, line: JSONObject) -> None:
         key = (line["task"], line["engine"])
         with self.lock:
             e = self.per.setdefault(line["engine"], _Engine())
@@ -74,10 +85,10 @@ class LiveView:
             text = _line(line)
             self.recent = (self.recent + [text])[-6:]
             if not self.tty:
-                self.stream.write(f"[{self.finished:>3}/{self.total}] {text}\n")
-                self.stream.flush()
+                self.out.write(f"[{self.finished:>3}/{self.total}] {text}\n")
+                self.out.flush()
 
-    def __rich__(self) -> Any:
+    def __rich__(self) -> Group:
         from rich.console import Group
         from rich.progress_bar import ProgressBar
         from rich.table import Table
@@ -98,7 +109,7 @@ class LiveView:
                          Text("\n".join(self.recent[-4:] + now)))
 
 
-def _line(line: dict[str, Any]) -> str:
+def _line(line: JSONObject) -> str:
     status = line.get("status")
     figures = f"{float(line.get('seconds') or 0):.1f} s, {int(line.get('tokens_out') or 0):,} tokens"
     if line.get("tpf"):

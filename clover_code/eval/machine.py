@@ -8,12 +8,12 @@ import platform
 import shutil
 import subprocess
 import sys
-from typing import Any
 
 from clover_code import __version__
+from clover_code.jsonsafe import JSONObject
 
 
-def machine() -> dict[str, Any]:
+def machine() -> JSONObject:
     return {
         "cpu": _cpu_model(),
         "cores": os.cpu_count() or 1,
@@ -25,7 +25,7 @@ def machine() -> dict[str, Any]:
     }
 
 
-def describe(m: dict[str, Any]) -> str:
+def describe(m: JSONObject) -> str:
     """One line: `2 cores, AMD EPYC 9B14, 8 GB, no GPU`."""
     memory = f", {m['memory_gb']:g} GB" if m.get("memory_gb") else ""
     gpu = ", ".join(m.get("gpu") or []) or "no GPU"

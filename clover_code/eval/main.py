@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from clover_code.eval.discover import discover
 from clover_code.eval.engines import EngineSpec, SpecError, engine_from_json, engine_json, parse_engines
 from clover_code.eval.live import LiveView
 from clover_code.eval.machine import describe, machine
@@ -24,8 +25,8 @@ from clover_code.eval.report import PLOT_NAME, render
 from clover_code.eval.results import ResultStore
 from clover_code.eval.runner import EvalOptions, Runner
 from clover_code.eval.stats import summarize
-from clover_code.eval.discover import discover
 from clover_code.eval.tasks import Problem
+from clover_code.jsonsafe import JSONObject
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_OUT = Path("clover-eval")
@@ -80,7 +81,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(f"clover-code eval: interrupted; what finished is in {store.path} "
               f"(go on with: clover-code eval --resume --out {shlex.quote(str(store.out))})", file=err)
         return EXIT_INTERRUPTED
-    errors = any(l.get("status") == "error" for lines in store.latest().values() for l in lines[-1:])
+    errors = any(line.get("status") == "error" for lines in store.latest().values() for line in lines[-1:])
     return EXIT_FAILED if errors or any(p.kind == "malformed" for p in problems) else EXIT_OK
 
 
@@ -98,7 +99,7 @@ def write_report(store: ResultStore, engines: list[EngineSpec], tries: int, *, t
     return f"{table}\n\nreport: {store.out / 'report.md'}"
 
 
-def _setup(args: argparse.Namespace) -> tuple[ResultStore, list[EngineSpec], list[str], EvalOptions, dict | None]:
+def _setup(args: argparse.Namespace) -> tuple[ResultStore, list[EngineSpec], list[str], EvalOptions, JSONObject | None]:
     out = Path(args.out) if args.out else _default_out(args.resume)
     store = ResultStore(out)
     previous = store.read_run() if args.resume else None
@@ -120,7 +121,7 @@ def _setup(args: argparse.Namespace) -> tuple[ResultStore, list[EngineSpec], lis
     return store, engines, paths, _options(args, previous), previous
 
 
-def _options(args: argparse.Namespace, previous: dict | None) -> EvalOptions:
+def _options(args: argparse.Namespace, previous: JSONObject | None) -> EvalOptions:
     """Each option: the flag, else (on --resume) the earlier run's, else the default."""
     before = (previous or {}).get("options") or {}
     if previous and "tries" not in before and previous.get("tries"):
@@ -173,4 +174,4 @@ def _command(paths: list[str], engines: list[EngineSpec], options: EvalOptions, 
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from clover_code.eval.machine import describe
 from clover_code.eval.stats import EngineStats, Outcome, Summary
 from clover_code.eval.tasks import Problem
+from clover_code.jsonsafe import JSONObject
 
 PLOT_NAME = "pass_rate_vs_wall.png"
 
 
-def render(summary: Summary, run: dict[str, Any], problems: list[Problem], plot: str | None,
+def render(summary: Summary, run: JSONObject, problems: list[Problem], plot: str | None,
            plot_note: str | None = None) -> str:
     machine = run.get("machine") or {}
     out = ["# clover-code eval", ""]
@@ -96,7 +95,7 @@ def _families(summary: Summary) -> list[str]:
 
 def _tasks(summary: Summary) -> list[str]:
     names = [s.name for s in summary.engines]
-    base = names[0] if names else None
+    base = names[0] if names else ""  # no engines: no columns that use it
     others = names[1:]
     head = ["task", "family", *names, *(f"Δ wall {n} − {base}" for n in others),
             *(f"Δ tokens {n} − {base}" for n in others)]

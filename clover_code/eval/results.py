@@ -17,9 +17,9 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Any
 
 from clover_code import jsonsafe
+from clover_code.jsonsafe import JSONObject
 
 RESULTS, RUN = "results.jsonl", "run.json"
 
@@ -34,7 +34,7 @@ class ResultStore:
     def exists(self) -> bool:
         return self.path.is_file() and self.path.stat().st_size > 0
 
-    def lines(self) -> list[dict[str, Any]]:
+    def lines(self) -> list[JSONObject]:
         """Every line written; a line cut by a crash mid-write is skipped."""
         try:
             text = self.path.read_text(encoding="utf-8")
@@ -50,16 +50,15 @@ class ResultStore:
                 found.append(line)
         return found
 
-    def append(self, line: dict[str, Any]) -> None:
+    def append(self, line: JSONObject) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
         text = jsonsafe.dumps_line(line) + "\n"
-        with self._lock:
-            with self.path.open("a", encoding="utf-8") as f:
-                if f.tell() and not self._ends_with_newline():
-                    f.write("\n")  # a line torn by a crash stays a line of its own
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
+        with self._lock, self.path.open("a", encoding="utf-8") as f:
+            if f.tell() and not self._ends_with_newline():
+                f.write("\n")  # a line torn by a crash stays a line of its own
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
 
     def _ends_with_newline(self) -> bool:
         with self.path.open("rb") as f:
@@ -68,29 +67,29 @@ class ResultStore:
 
     def done(self) -> set[tuple[str, str]]:
         """(task, engine) pairs whose tries are all recorded."""
-        return {(l["task"], l["engine"]) for l in self.lines() if l.get("final")}
+        return {(line["task"], line["engine"]) for line in self.lines() if line.get("final")}
 
-    def latest(self) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    def latest(self) -> dict[tuple[str, str], list[JSONObject]]:
         """Per (task, engine): the tries of the latest finished group, else of the latest group."""
-        groups: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
+        groups: dict[tuple[str, str], dict[str, list[JSONObject]]] = {}
         for line in self.lines():
             groups.setdefault((line["task"], line["engine"]), {}).setdefault(line.get("group", ""), []).append(line)
         chosen = {}
         for key, by_group in groups.items():
             ordered = list(by_group.values())  # insertion order: oldest first
-            finished = [g for g in ordered if any(l.get("final") for l in g)]
+            finished = [g for g in ordered if any(line.get("final") for line in g)]
             tries = (finished or ordered)[-1]
-            chosen[key] = sorted(tries, key=lambda l: l.get("try", 0))
+            chosen[key] = sorted(tries, key=lambda line: line.get("try", 0))
         return chosen
 
-    def read_run(self) -> dict[str, Any] | None:
+    def read_run(self) -> JSONObject | None:
         try:
             data = json.loads(self.run_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None
 
-    def write_run(self, data: dict[str, Any]) -> None:
+    def write_run(self, data: JSONObject) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
         tmp = self.run_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

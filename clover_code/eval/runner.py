@@ -21,16 +21,17 @@ import sys
 import tempfile
 import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
 
 from clover_code.eval.agent_run import Interrupted, ProcessBoard, TryFigures, agent_argv, run_try
 from clover_code.eval.checks import CheckResult, CheckRunner
 from clover_code.eval.engines import EngineSpec, SpecError
 from clover_code.eval.results import ResultStore
 from clover_code.eval.tasks import GIT_IDENTITY, Task
+from clover_code.jsonsafe import JSONObject
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class EvalOptions:
 class Runner:
     def __init__(self, tasks: list[Task], engines: list[EngineSpec], options: EvalOptions, store: ResultStore,
                  on_start: Callable[[Task, EngineSpec], None] = lambda t, e: None,
-                 on_try: Callable[[dict[str, Any]], None] = lambda line: None, machine: str = ""):
+                 on_try: Callable[[JSONObject], None] = lambda line: None, machine: str = ""):
         self.tasks, self.engines, self.options, self.store = tasks, engines, options, store
         self.on_start, self.on_try = on_start, on_try
         self.machine = machine
@@ -63,7 +64,7 @@ class Runner:
     def run(self, units: list[tuple[Task, EngineSpec]]) -> bool:
         """Run `units`; False when stopped by Ctrl-C (what finished is recorded)."""
         pools = self._pools()
-        futures: set[Future] = {pools[engine.parallel].submit(self._unit, task, engine) for task, engine in units}
+        futures: set[Future[None]] = {pools[engine.parallel].submit(self._unit, task, engine) for task, engine in units}
         try:
             while futures:
                 finished, futures = wait(futures, timeout=0.25, return_when=FIRST_COMPLETED)
@@ -147,7 +148,7 @@ class Runner:
 
     def _record(self, task: Task, engine: EngineSpec, group: str, attempt: int, *, final: bool, status: str,
                 figures: TryFigures | None = None, check: CheckResult | None = None, error: str | None = None) -> None:
-        line: dict[str, Any] = {
+        line: JSONObject = {
             "task": task.id, "family": task.family, "format": task.format, "engine": engine.name,
             "try": attempt, "final": final, "group": group, "status": status, "passed": status == "passed",
         }
@@ -162,7 +163,7 @@ class Runner:
             "check_exit": check.exit_code if check else None,
             "check_timed_out": check.timed_out if check else False,
             "machine": self.machine,
-            "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         })
         self.store.append(line)
         self.on_try(line)

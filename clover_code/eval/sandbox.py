@@ -57,6 +57,6 @@ def load_sandbox_task(folder: Path) -> SandboxTask:
                         "check command)")
     if not (folder / "repo").is_dir():
         raise TaskError("no repo/ folder (the project the model works on)")
-    family = data.get("family") if isinstance(data.get("family"), str) else "sandbox"
-    title = data.get("title") if isinstance(data.get("title"), str) else None
+    family = given if isinstance(given := data.get("family"), str) else "sandbox"
+    title = named if isinstance(named := data.get("title"), str) else None
     return SandboxTask(folder, family, data["prompt"].strip(), data["check"], title)

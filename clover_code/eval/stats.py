@@ -11,11 +11,11 @@ engine reports no passes (a server that does not say) has none.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from clover_code.eval.engines import EngineSpec
+from clover_code.jsonsafe import JSONObject
 
-Lines = list[dict[str, Any]]
+Lines = list[JSONObject]
 
 
 @dataclass
@@ -113,23 +113,24 @@ class Summary:
 
 
 def outcome(lines: Lines) -> Outcome:
-    passed = next((l["try"] for l in lines if l.get("passed")), None)
+    passed = next((line["try"] for line in lines if line.get("passed")), None)
     last = lines[-1]
-    known = [l["forward_passes"] for l in lines if l.get("forward_passes") is not None]
+    known = [line["forward_passes"] for line in lines if line.get("forward_passes") is not None]
     return Outcome(
         passed_at=passed, status=last.get("status", "failed"), tries=len(lines),
-        seconds=sum(float(l.get("seconds") or 0) for l in lines),
-        tokens_in=sum(int(l.get("tokens_in") or 0) for l in lines),
-        tokens_in_unknown=sum(l.get("tokens_in") is None for l in lines),
-        tokens_out=sum(int(l.get("tokens_out") or 0) for l in lines),
+        seconds=sum(float(line.get("seconds") or 0) for line in lines),
+        tokens_in=sum(int(line.get("tokens_in") or 0) for line in lines),
+        tokens_in_unknown=sum(line.get("tokens_in") is None for line in lines),
+        tokens_out=sum(int(line.get("tokens_out") or 0) for line in lines),
         forward_passes=sum(known) if known else None,
-        tool_calls=sum(int(l.get("tool_calls") or 0) for l in lines),
-        invalid_calls=sum(int(l.get("invalid_calls") or 0) for l in lines),
-        tool_errors=sum(int(l.get("tool_errors") or 0) for l in lines),
-        first_block_s=[float(l["first_block_s"]) for l in lines if l.get("first_block_s") is not None],
-        decode_s=sum(float(l.get("decode_s") or 0) for l in lines),
-        complete=bool(last.get("final")), error=next((l.get("error") for l in reversed(lines) if l.get("error")), None),
-        model=next((l.get("model") for l in reversed(lines) if l.get("model")), None),
+        tool_calls=sum(int(line.get("tool_calls") or 0) for line in lines),
+        invalid_calls=sum(int(line.get("invalid_calls") or 0) for line in lines),
+        tool_errors=sum(int(line.get("tool_errors") or 0) for line in lines),
+        first_block_s=[float(line["first_block_s"]) for line in lines if line.get("first_block_s") is not None],
+        decode_s=sum(float(line.get("decode_s") or 0) for line in lines),
+        complete=bool(last.get("final")),
+        error=next((line.get("error") for line in reversed(lines) if line.get("error")), None),
+        model=next((line.get("model") for line in reversed(lines) if line.get("model")), None),
     )
 
 
@@ -155,12 +156,17 @@ def summarize(latest: dict[tuple[str, str], Lines], engines: list[EngineSpec], t
             fam.tasks += 1
             fam.passed += o.passed_at is not None
             if o.forward_passes:
-                fam.tokens += sum(int(l.get("tokens_out") or 0) for l in lines if l.get("forward_passes") is not None)
+                fam.tokens += _tokens_with_passes(lines)
                 fam.forward_passes += o.forward_passes
     for engine in engines:
         s = stats[engine.name]
         s.cost = engine.price.cost(s.tokens_in, s.tokens_out) if engine.price else None
     return Summary([stats[e.name] for e in engines], families, outcomes, task_family, tries)
+
+
+def _tokens_with_passes(lines: Lines) -> int:
+    """Tokens out of the tries whose forward passes are known (what TPF divides)."""
+    return sum(int(line.get("tokens_out") or 0) for line in lines if line.get("forward_passes") is not None)
 
 
 def _add(s: EngineStats, o: Outcome, lines: Lines, tries: int) -> None:
@@ -173,7 +179,7 @@ def _add(s: EngineStats, o: Outcome, lines: Lines, tries: int) -> None:
     s.tokens_out += o.tokens_out
     if o.forward_passes:
         s.forward_passes += o.forward_passes
-        s.passes_tokens += sum(int(l.get("tokens_out") or 0) for l in lines if l.get("forward_passes") is not None)
+        s.passes_tokens += _tokens_with_passes(lines)
     s.tool_calls += o.tool_calls
     s.invalid_calls += o.invalid_calls
     s.tool_errors += o.tool_errors

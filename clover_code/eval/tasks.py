@@ -24,13 +24,16 @@ class TaskError(Exception):
     """A task folder that cannot be run as it is; the message says what is wrong."""
 
 
+ProblemKind = Literal["malformed", "needs-docker"]
+
+
 @dataclass(frozen=True)
 class Problem:
     """A folder named on the command line that gives no runnable task."""
 
     path: str
     reason: str
-    kind: Literal["malformed", "needs-docker"] = "malformed"
+    kind: ProblemKind = "malformed"
 
 
 class Task:
