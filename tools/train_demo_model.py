@@ -3,7 +3,7 @@
     python tools/train_demo_model.py data  --run RUN [--count 6000] [--heldout 150] [--workers 2] [--slip-rate 0.3]
     python tools/train_demo_model.py train --run RUN [--kind attention|hybrid] [--steps N] [--minutes M]
                                            [--device cuda --batch-tokens 65536 --workers 12]
-    python tools/train_demo_model.py eval  --run RUN [--limit 150] [--sessions FILE]
+    python tools/train_demo_model.py eval  --run RUN [--limit 150] [--sessions FILE] [--no-scaffold] [--draft]
     python tools/train_demo_model.py probe --run RUN --model DIR [--limit 20] [--sessions FILE]
     python tools/train_demo_model.py export --run RUN [--out clover_code/models/clover-demo]
 
@@ -383,7 +383,8 @@ def cmd_eval(args) -> int:
     from tools.demo_model.evaluate import evaluate
 
     sessions = load_sessions(str(args.sessions or args.run / "data" / "heldout.jsonl"))[: args.limit]
-    report = evaluate(args.model, sessions, tool_schemas(), threshold=args.threshold)
+    report = evaluate(args.model, sessions, tool_schemas(), threshold=args.threshold, scaffold=args.scaffold,
+                      draft=args.draft)
     print(json.dumps(report, indent=2))
     if args.json_out:
         args.json_out.write_text(json.dumps(report, indent=2))
@@ -531,6 +532,9 @@ def main() -> int:
     e.add_argument("--limit", type=int, default=150)
     e.add_argument("--sessions", type=Path, help="held-out sessions to score (default: RUN/data/heldout.jsonl)")
     e.add_argument("--threshold", type=float, default=0.95)
+    e.add_argument("--no-scaffold", dest="scaffold", action="store_false",
+                   help="decode tool calls as plain text (the engine's default scaffolds them)")
+    e.add_argument("--draft", action="store_true", help="copy drafting on (the engine's default is off)")
     e.add_argument("--json-out", type=Path)
     c = sub.choices["probe"]
     c.add_argument("--model", type=Path, default=DEFAULT_OUT)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from clover_code.engine.toolcalls import CLOSE, OPEN
 
@@ -55,9 +55,11 @@ def probe_call_format(tokenizer: PreTrainedTokenizerBase) -> CallFormat | None:
                 {"role": "assistant", "content": "", "tool_calls": [
                     {"id": "call_0", "type": "function", "function": {"name": _NAME, "arguments": args}}]}]
     try:
-        text = tokenizer.apply_chat_template(messages, tools=[tool], tokenize=False)
+        text = tokenizer.apply_chat_template(cast(Any, messages), tools=[tool], tokenize=False)
     except Exception as e:  # a template without tool calls, or one that wants other fields
         log.info("no tool-call layout from the chat template (%s); scaffolding off", e)
+        return None
+    if not isinstance(text, str):
         return None
     at = text.rfind(_NAME)
     start, end = text.rfind(OPEN, 0, at), text.find(CLOSE, at)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from clover_code.engine import ChatRequest, EngineError
 
@@ -19,8 +19,8 @@ class ChatTemplate:
     def encode(self, request: ChatRequest) -> list[int]:
         """The prompt's ids, ending in the assistant turn's opening."""
         try:
-            text = self.tokenizer.apply_chat_template(request.messages, tools=request.tools or None,
+            text = self.tokenizer.apply_chat_template(request.messages, tools=cast(Any, request.tools or None),
                                                       add_generation_prompt=True, tokenize=False)
         except Exception as e:  # jinja errors, missing template
             raise EngineError(f"cannot render the conversation with the checkpoint's chat template: {e}") from None
-        return self.tokenizer.encode(text, add_special_tokens=False)
+        return list(self.tokenizer.encode(str(text), add_special_tokens=False))

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, Protocol
+from typing import Callable, Generator, Protocol
 
 import torch
 
@@ -152,7 +152,8 @@ def needed_limit(block: list[int], resolved: list[bool], stop_ids: frozenset[int
 def decode_blocks(denoiser: Denoiser, prompt_pending: torch.Tensor | None, opts: DecodeOptions, *,
                   on_step: Callable[[DenoiseStep], None] | None = None,
                   cancelled: Callable[[], bool] = lambda: False,
-                  guide: Guide | None = None, drafter: Drafter | None = None) -> Iterator[BlockResult]:
+                  guide: Guide | None = None, drafter: Drafter | None = None
+                  ) -> Generator[BlockResult, None, None]:
     """Yield each block as it resolves. `prompt_pending` (`[P]`): prompt tokens not yet in the
     denoiser's prefix. Stops early (without a final result) when `cancelled()` turns true.
     `guide` (scaffold.py) and `drafter` (drafting.py) are per-request helpers; without them
@@ -190,8 +191,8 @@ class Helpers:
 
 
 def _decode_one(denoiser: Denoiser, pending: torch.Tensor | None, size: int, opts: DecodeOptions, index: int,
-                budget: int, generator: torch.Generator | None, on_step, cancelled,
-                helpers: Helpers) -> tuple[BlockResult | None, torch.Tensor | None]:
+                budget: int, generator: torch.Generator | None, on_step: Callable[[DenoiseStep], None] | None,
+                cancelled: Callable[[], bool], helpers: Helpers) -> tuple[BlockResult | None, torch.Tensor | None]:
     """One block; also the pending commit that no pass took (a block written by the grammar alone)."""
     start = time.perf_counter()
     block = [opts.mask_id] * size  # the block's ids, masks included
@@ -231,12 +232,12 @@ def _decode_one(denoiser: Denoiser, pending: torch.Tensor | None, size: int, opt
         if on_step is not None:
             newly = chosen if guide is None else [i for i in chosen + forced if resolved[i]]
             on_step(DenoiseStep(index, steps, tuple(resolved), tuple(newly)))
-    tokens = tuple(block[:limit])
+    committed = tuple(block[:limit])
     if drafter is not None:
-        drafter.end_block(tokens)
-    stopped = bool(tokens) and tokens[-1] in opts.stop_ids
+        drafter.end_block(committed)
+    stopped = bool(committed) and committed[-1] in opts.stop_ids
     ms = (time.perf_counter() - start) * 1000
-    return BlockResult(index, tokens, passes, ms, "stop" if stopped else None), pending
+    return BlockResult(index, committed, passes, ms, "stop" if stopped else None), pending
 
 
 def _settle(guide: Guide | None, block: list[int], resolved: list[bool], stop_ids: frozenset[int],

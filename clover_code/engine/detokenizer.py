@@ -18,13 +18,13 @@ class Detokenizer:
 
     def push(self, ids: list[int]) -> str:
         self.window += [i for i in ids if i not in self.drop_ids]
-        text = self.tokenizer.decode(self.window, skip_special_tokens=False)
+        text = str(self.tokenizer.decode(self.window, skip_special_tokens=False))
         if text.endswith("\ufffd"):
             return ""  # an incomplete character: wait for its remaining bytes
         self.window = []
         return text
 
     def flush(self) -> str:
-        text = self.tokenizer.decode(self.window, skip_special_tokens=False) if self.window else ""
+        text = str(self.tokenizer.decode(self.window, skip_special_tokens=False)) if self.window else ""
         self.window = []
         return text

@@ -76,16 +76,19 @@ class EmbeddedEngine:
             raise EngineError(f"block size must be >= 1, got {block_size}")
         progress = on_progress or (lambda fraction, message: None)
         checkpoint = load_checkpoint(model, device=device, dtype=dtype, progress=progress)
-        from clover_code.engine.denoisers import ModelDenoiser, state_budgets, turn_mark_ids
+        from clover_code.engine.denoisers import ModelDenoiser, state_budgets
+        from clover_code.engine.props import turn_mark_ids
 
         self.tokenizer, self.device, self.kind = checkpoint.tokenizer, checkpoint.device, checkpoint.kind
         self.template = ChatTemplate(self.tokenizer)
         self.block_size = block_size or checkpoint.props.block_size
         # one block size for decoding and for chunking a block-causal prefix
         props = dataclasses.replace(checkpoint.props, block_size=self.block_size)
+        budgets = state_budgets(checkpoint_mb, prefix_cache_mb)
         self.denoiser = ModelDenoiser(checkpoint.weights, props, checkpoint.kind,
                                       turn_marks=turn_mark_ids(self.tokenizer),
-                                      **state_budgets(checkpoint_mb, prefix_cache_mb))
+                                      checkpoint_bytes=budgets["checkpoint_bytes"],
+                                      prefix_cache_bytes=budgets["prefix_cache_bytes"])
         self.info = EngineInfo("embedded", str(checkpoint.path), checkpoint.context_window, self.block_size,
                                self.threshold)
         self.stop_ids = checkpoint.stop_ids
@@ -93,7 +96,8 @@ class EmbeddedEngine:
         self.last_reuse = self.denoiser.last_reuse  # the last request's reused / encoded / source
         self.bridge: ThreadBridge[Block] = ThreadBridge("clover-decode", _decode_error)
         self.scaffold, self.draft = scaffold, draft
-        self._grammars: Grammars | None | bool = None  # built on the first request with tools; False: none
+        self._grammars: Grammars | None = None  # built on the first request with tools
+        self._no_layout = False  # the chat template writes no tool call the parser reads
         self.last_stats = HelperStats()  # the last request's scaffold and draft figures
         progress(1.0, "ready")
 
@@ -150,15 +154,17 @@ class EmbeddedEngine:
         """The scaffold for a request with tools (built once per checkpoint, per set of tools)."""
         if not (self.scaffold and request.tools):
             return None
-        if self._grammars is None:
+        if self._grammars is None and not self._no_layout:
             from clover_code.engine.call_format import probe_call_format
             from clover_code.engine.vocabulary import Vocabulary
 
             fmt = probe_call_format(self.tokenizer)
             if fmt is None:
                 log.warning("the chat template writes no tool call the parser reads: tool calls are not scaffolded")
-            self._grammars = Grammars(fmt, Vocabulary(self.tokenizer)) if fmt else False
-        if not self._grammars:
+                self._no_layout = True
+            else:
+                self._grammars = Grammars(fmt, Vocabulary(self.tokenizer))
+        if self._grammars is None:
             return None
         return Scaffold(self._grammars.for_tools(request.tools), self.denoiser.props.mask_token_id)
 

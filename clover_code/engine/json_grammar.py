@@ -143,11 +143,12 @@ class Schemas:
         props, extra = schema.get("properties"), schema.get("additionalProperties")
         if not isinstance(props, dict) or extra is True or isinstance(extra, dict):
             return self._add(Node("object"))
-        required = schema.get("required") if isinstance(schema.get("required"), list) else []
+        listed = schema.get("required")
+        required: list[object] = listed if isinstance(listed, list) else []
         names = list(props)
         return self._add(Node("object", keys=tuple(_key_text(k) for k in names),
                               children=tuple(self.add(props[k]) for k in names),
-                              required=frozenset(_key_text(k) for k in required or () if k in props), closed=True))
+                              required=frozenset(_key_text(k) for k in required if k in props), closed=True))
 
     def _union(self, members: list[int]) -> int:
         if ANY in members:
@@ -203,7 +204,7 @@ class JsonRules:
         if node.kind == "union":
             parts = [self.first_chars(m) for m in node.children]
             known = [p for p in parts if p is not None]
-            return frozenset().union(*known) if len(known) == len(parts) else None
+            return frozenset(c for p in known for c in p) if len(known) == len(parts) else None
         if node.kind == "enum":
             return frozenset(lit[0] for lit in node.literals)
         return {"string": frozenset('"'), "boolean": frozenset("tf"), "null": frozenset("n"),

@@ -55,7 +55,7 @@ def load_checkpoint(model: str | Path, *, device: str | None = None, dtype: str 
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()  # progress goes through `progress`, not tqdm on stderr
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # progress goes through `progress`, not tqdm on stderr
     progress(0.1, "reading config")
     try:
         config = AutoConfig.from_pretrained(path, local_files_only=True)
@@ -73,7 +73,7 @@ def load_checkpoint(model: str | Path, *, device: str | None = None, dtype: str 
     torch_dtype = resolve_dtype(dtype, device)
     progress(0.3, f"loading weights ({device}, {str(torch_dtype).removeprefix('torch.')})")
     weights = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch_dtype)
-    weights = weights.to(device).eval()
+    weights = weights.to(device).eval()  # type: ignore[arg-type]  # transformers types .to() as taking a model
     window = getattr(config.get_text_config(), "max_position_embeddings", None) or CLOVER_CONTEXT_WINDOW
     return Checkpoint(path, kind, props, tokenizer, weights, device, window, stop_ids(config, weights, tokenizer))
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from clover_code.engine.call_format import CallFormat
 from clover_code.engine.call_grammar import CallGrammar
@@ -89,7 +89,7 @@ class Grammars:
         self.fmt, self.vocab, self.keep = fmt, vocab, keep
         self._by_tools: dict[str, TokenGrammar] = {}
 
-    def for_tools(self, tools: list[Mapping[str, object]]) -> TokenGrammar:
+    def for_tools(self, tools: Sequence[Mapping[str, object]]) -> TokenGrammar:
         key = tools_key(tools)
         grammar = self._by_tools.pop(key, None) or TokenGrammar(CallGrammar(self.fmt, tools), self.vocab)
         self._by_tools[key] = grammar  # most recent last

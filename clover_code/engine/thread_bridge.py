@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import AsyncIterator, Callable, Generic, Iterator, TypeVar
+from typing import AsyncGenerator, Callable, Generic, Iterator, TypeVar
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -50,7 +50,7 @@ class ThreadBridge(Generic[T]):
         self.wrap_error = wrap_error  # what the consumer raises for an error in the worker
         self.lock = threading.Lock()
 
-    async def stream(self, produce: Callable[[Relay], Iterator[T]]) -> AsyncIterator[T]:
+    async def stream(self, produce: Callable[[Relay], Iterator[T]]) -> AsyncGenerator[T, None]:
         """Yield what `produce(relay)` yields on the worker, as it comes; its errors are raised here."""
         relay = Relay(asyncio.get_running_loop())
         queue: asyncio.Queue[object] = asyncio.Queue()

@@ -5,7 +5,9 @@ from the session's true history (the conversation up to that turn) at the given 
 greedy. Figures: tokens per forward pass, the share of written tool calls that parse and
 pass their schema, the share of expected calls written exactly (tool and arguments, in
 order), and the share of turns entirely right; overall, per family, and for the turns that
-follow a slip (recovery).
+follow a slip (recovery). With the engine's helpers (issue 36): the share of tokens the
+scaffold committed without a pass (`forced_share`) and the share committed from copy drafts
+(`drafted_share`).
 """
 
 from __future__ import annotations
@@ -43,14 +45,22 @@ def score_turn(text: str, want: list[tuple[str, dict]], registry) -> dict:
             "turn_right": got == want if want else not written, "right": right}
 
 
+def helper_counts(stats) -> dict[str, int]:
+    """The engine's per-request helper figures (EmbeddedEngine.last_stats) as counts."""
+    scaffold, drafts = stats.scaffold, stats.drafts
+    return {"forced": scaffold.forced if scaffold else 0, "withdrawn": scaffold.withdrawn if scaffold else 0,
+            "repicked": scaffold.repicked if scaffold else 0, "drafted": drafts.committed if drafts else 0,
+            "draft_passes": drafts.passes if drafts else 0, "draft_rejected": drafts.rejected if drafts else 0}
+
+
 def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: float = 0.95,
-             max_tokens: int = 768) -> dict:
+             max_tokens: int = 768, scaffold: bool = True, draft: bool = False) -> dict:
     from clover_code.engine.embedded import EmbeddedEngine
     from clover_code.tools import default_registry
     from tools.demo_model.chat import is_target
 
     registry = default_registry()
-    engine = EmbeddedEngine(model, threshold=threshold)
+    engine = EmbeddedEngine(model, threshold=threshold, scaffold=scaffold, draft=draft)
     totals: dict[str, float] = defaultdict(float)
     by_group: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     by_call: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # "family turn.call tool" -> [exact, expected]
@@ -70,7 +80,7 @@ def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: fl
                     tally = by_call[f"{session['family']} {turn}.{k + 1} {name}"]
                     tally[0] += right
                     tally[1] += 1
-                result.update(tokens=tokens, passes=passes, turns=1)
+                result.update(tokens=tokens, passes=passes, turns=1, **helper_counts(engine.last_stats))
                 groups = [session["family"]] + (["after a slip"] if after_slip(messages, i) else [])
                 for key, value in result.items():
                     totals[key] += value
@@ -83,7 +93,7 @@ def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: fl
     return {**figures(totals), "families": {f: figures(v) for f, v in sorted(by_group.items())},
             **({"after_slip": figures(recovery)} if recovery else {}),
             "exact_by_call": {k: f"{right}/{n}" for k, (right, n) in sorted(by_call.items())},
-            "sessions": len(sessions), "threshold": threshold}
+            "sessions": len(sessions), "threshold": threshold, "scaffold": scaffold, "draft": draft}
 
 
 def after_slip(messages: list[dict], i: int) -> bool:
@@ -98,4 +108,7 @@ def figures(t: dict[str, float]) -> dict:
             "exact_call_rate": round(t["exact"] / max(1, t["expected"]), 4),
             "turn_accuracy": round(t["turn_right"] / max(1, t["turns"]), 4),
             "calls_expected": int(t["expected"]), "calls_written": int(t["written"]), "turns": int(t["turns"]),
-            "tokens": int(t["tokens"]), "forward_passes": int(t["passes"])}
+            "tokens": int(t["tokens"]), "forward_passes": int(t["passes"]),
+            "forced_share": round(t["forced"] / max(1, t["tokens"]), 4),
+            "drafted_share": round(t["drafted"] / max(1, t["tokens"]), 4),
+            **{k: int(t[k]) for k in ("withdrawn", "repicked", "draft_passes", "draft_rejected")}}
