@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from clover_code import __version__
-from clover_code.ui.exit_codes import EXIT_INTERRUPTED, EXIT_USAGE
+from clover_code.ui.exit_codes import EXIT_INTERRUPTED, EXIT_USAGE, ExitReason
+
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 
 
@@ -173,7 +174,7 @@ def _dispatch(argv: list[str]) -> int:
     return modes.run_headless(args) if args.task is not None else modes.run_tui(args)
 
 
-def _early_exit(fmt: str, code: int, reason: str, message: str) -> int:
+def _early_exit(fmt: str, code: int, reason: ExitReason, message: str) -> int:
     if fmt == "text":
         print(f"clover-code: {message}", file=sys.stderr)
         return code

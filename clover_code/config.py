@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from clover_code.settings import APPROVAL_MODES, ConfigError, Settings
 

@@ -156,13 +156,14 @@ class Permissions:
         patterns = [p for head, _, p in (r.partition(":") for r in self.rules) if head in (kind, name)]
         if not patterns:
             return False
+        subjects: list[str] | None
         if kind == "shell":
             subjects = shell_commands((call_subjects(kind, arguments) or [""])[0])
         elif kind == "edit":
             subjects = call_subjects(kind, arguments, self.root)
         else:
             return any(fnmatch.fnmatchcase(n, p) for n in {name, name.removeprefix("git_")} for p in patterns)
-        return bool(subjects) and all(any(fnmatch.fnmatchcase(s, p) for p in patterns) for s in subjects)
+        return bool(subjects) and all(any(fnmatch.fnmatchcase(s, p) for p in patterns) for s in subjects or ())
 
 
 # -- reading a command line -------------------------------------------------------------

@@ -28,10 +28,16 @@ from clover_code.agent import events as ev
 from clover_code.agent.redact import Redactor
 from clover_code.engine import EngineInfo, ToolCall
 from clover_code.engine.tally import BlockTally
-from clover_code.ui.exit_codes import (
-    EXIT_CODES, EXIT_ENGINE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ExitReason,
-)
 from clover_code.settings import Settings
+from clover_code.ui.exit_codes import (
+    EXIT_CODES,
+    EXIT_ENGINE,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    ExitReason,
+)
 from clover_code.ui.launch import AgentBuilder
 from clover_code.ui.terminal_text import visible
 
@@ -273,6 +279,7 @@ async def drive(agent: Agent, task: str, output: Output) -> tuple[int, ExitReaso
     """Run one task to its end; SIGINT/SIGTERM cancel it cleanly (a second Ctrl-C forces)."""
     loop = asyncio.get_running_loop()
     me = asyncio.current_task()
+    assert me is not None  # called from a coroutine: there is a task
     interrupted = False
 
     def on_signal(sig: int) -> None:

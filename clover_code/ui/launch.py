@@ -6,8 +6,9 @@ calls these when it needs one, e.g. the TUI again after `/model NAME` or `/resum
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # types only: the TUI's first paint must not wait for the agent's imports
     from clover_code.agent.loop import Agent

@@ -4,8 +4,8 @@ through here; the agent itself only ever sees AgentSettings."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from clover_code.agent.context import Conversation
 from clover_code.agent.events import ApprovalAnswered, Notice
@@ -14,8 +14,8 @@ from clover_code.agent.loop import Agent, AgentSettings
 from clover_code.agent.permissions import Approver, Permissions
 from clover_code.agent.session import SessionLog
 from clover_code.config import user_config_path
-from clover_code.settings import Settings
 from clover_code.engine import Engine, EngineError, make_engine
+from clover_code.settings import Settings
 from clover_code.tools import Registry, ToolContext, default_registry
 from clover_code.tools.sandbox.policy import SandboxPolicy
 
@@ -60,9 +60,9 @@ def sandbox_policy(settings: Settings) -> SandboxPolicy:
 
 def tool_context(settings: Settings, root: Path) -> ToolContext:
     from clover_code.tools import ToolError
-    from clover_code.tools.workspace.checkpoints import Checkpoints
     from clover_code.tools.sandbox.gitrun import Git
     from clover_code.tools.workspace import Workspace
+    from clover_code.tools.workspace.checkpoints import Checkpoints
 
     # full-auto never asks, so its shell always runs sandboxed.
     sandbox = settings.sandbox or settings.approval == "full-auto"

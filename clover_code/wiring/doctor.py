@@ -12,9 +12,10 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal, TextIO
+from typing import Any, Literal, TextIO
 
 from clover_code import __version__
 from clover_code.settings import ConfigError
@@ -35,8 +36,8 @@ class Check:
 # -- sandbox ------------------------------------------------------------------------------
 
 def check_sandbox(settings: Any) -> Check:
-    from clover_code.tools.sandbox.limits import mechanism
     from clover_code.tools.sandbox.bwrap import bwrap_binary, bwrap_problem
+    from clover_code.tools.sandbox.limits import mechanism
 
     found = bwrap_binary()
     if found is None:

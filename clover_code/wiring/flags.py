@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,7 +20,7 @@ ENGINES_HELP = "embedded, remote or scripted:FILE"
 # Flag (argparse dest) -> the setting it sets; each mode's parser has some of them.
 FLAG_SETTINGS = ("engine", "model", "endpoint", "approval", "max_turns", "max_tokens", "temperature",
                  "threshold", "block_size", "scaffold")
-RANGES = (
+RANGES: tuple[tuple[str, Callable[[float], bool], str], ...] = (
     ("max_turns", lambda v: v >= 1, "at least 1"),
     ("max_tokens", lambda v: v >= 1, "at least 1"),
     ("block_size", lambda v: v >= 1, "at least 1"),
