@@ -49,7 +49,8 @@ async def test_at_path_completion(repo):
     app = scripted_app(repo, [])
     async with app.run_test(size=(100, 30)) as pilot:
         editor = app.query_one(InputEditor)
-        popup = app.query_one(CompletionPopup)
+        # Mounted after the first frame (the first paint waits for no helper).
+        popup = await wait_for(pilot, lambda: next(iter(app.query(CompletionPopup)), None))
         await pilot.press(*"look at @ap", "tab")
         assert editor.text == "look at @app.py "
         await pilot.press(*"and @src/p")

@@ -65,8 +65,7 @@ class Tmux:
         assert children, f"no program under the pane's shell {shell}"
         return int(children[0])
 
-    def start(self, repo: Path, replies: Path, size: tuple[int, int], target: str = "tui",
-              new_server: bool = True) -> None:
+    def start(self, repo: Path, replies: Path, size: tuple[int, int], target: str = "tui") -> None:
         """clover-code (this checkout's, whatever is installed) on scripted replies in `repo`."""
         command = (f"cd {repo} && env -u COLUMNS -u LINES PYTHONPATH={ROOT} {sys.executable} -m clover_code.cli "
                    f"--engine scripted:{replies} --no-sandbox; echo EXITED $?; sleep 60")

@@ -18,6 +18,8 @@ from clover_code.settings import APPROVAL_MODES, ApprovalMode
 from clover_code.ui.terminal_text import visible
 from clover_code.tools import ToolError
 from clover_code.tools.sandbox.gitrun import Git
+from clover_code.tools.workspace.checkpoints import other_sessions_notice
+from clover_code.tools.workspace.live_sessions import LiveSession
 from clover_code.ui.tui import feature_commands, rewind
 from clover_code.ui.tui.command_host import CommandHost
 
@@ -53,6 +55,16 @@ class Checkpointing(Protocol):
     """What /diff uses of the session's checkpoints (tools.workspace.checkpoints)."""
 
     def diff_since_start(self) -> str: ...
+
+    def other_sessions(self) -> list[LiveSession]: ...
+
+
+def other_sessions_note(app: CommandHost) -> None:
+    """Say so when other clover-code sessions are at work in this folder (at start, on /diff)."""
+    checkpoints = _checkpoints(app)
+    others = checkpoints.other_sessions() if checkpoints is not None else []
+    if others:
+        app.note(other_sessions_notice(others), "warning")
 
 
 NEEDS_AGENT = ("/undo", "/rewind", "/redo", "/diff", "/commit", "/compact", "/mode", "/clear")
@@ -91,10 +103,11 @@ def _diff(app: CommandHost, arg: str) -> None:
     def show(diff: str) -> None:
         if not diff.strip():
             app.note("No changes since the session started.", "info")
-            return
-        app.view.mount(Static(Syntax(visible(diff), "diff", theme="ansi_dark", background_color="default"),
-                              classes="note -diff"))
-        app.view.scroll_end(animate=False)
+        else:
+            app.view.mount(Static(Syntax(visible(diff), "diff", theme="ansi_dark", background_color="default"),
+                                  classes="note -diff"))
+            app.view.scroll_end(animate=False)
+        other_sessions_note(app)
 
     app.in_thread(checkpoints.diff_since_start, show)
 
