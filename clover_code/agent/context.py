@@ -20,7 +20,8 @@ from clover_code.agent.events import (
     TurnFinished, UserMessage, UserShell,
 )
 from clover_code.agent.reply import ReplyReader
-from clover_code.engine import ChatRequest, Engine, EngineError, ToolCall, estimate_tokens
+from clover_code.engine import ChatRequest, Engine, EngineError, ToolCall
+from clover_code.tokens import estimate_tokens
 
 SUMMARY_HEADER = "Summary of the earlier part of this session ({n} messages were dropped to fit the context window):"
 SUMMARY_SYSTEM = (

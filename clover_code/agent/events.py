@@ -11,10 +11,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from clover_code.engine import Block, EngineError, ToolCall
+from clover_code.jsonsafe import JSONObject
 from clover_code.tools import ToolKind
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 ApprovalAnswer = Literal["yes", "always", "no"]
 # How a turn ended. "error": an ErrorEvent before it says what failed.
@@ -97,7 +101,7 @@ class ToolFinished:
     ok: bool
     output: str
     seconds: float
-    data: dict[str, Any] = field(default_factory=dict)
+    data: JSONObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -124,7 +128,7 @@ class UserShell:
     ok: bool
     output: str
     seconds: float
-    data: dict[str, Any] = field(default_factory=dict)
+    data: JSONObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -175,7 +179,7 @@ Event = (
 # Shown live and never logged: what they say reaches the log in a later event.
 TRANSIENT_EVENTS = (ToolOutput,)
 
-EVENT_TYPES: dict[str, type] = {
+EVENT_TYPES: dict[str, type[Event]] = {
     cls.__name__: cls
     for cls in (
         UserMessage, BlockCommitted, TextDelta, ToolCallParsed, ApprovalNeeded, ApprovalAnswered,
@@ -185,7 +189,7 @@ EVENT_TYPES: dict[str, type] = {
 }
 
 
-def to_json(event: Event) -> dict[str, Any]:
+def to_json(event: Event) -> JSONObject:
     """A JSON-ready dict: {"type": ClassName, ...fields}."""
     return {"type": type(event).__name__, **dataclasses.asdict(event)}
 
@@ -208,7 +212,7 @@ def from_json(data: object) -> Event:
 
 
 @functools.cache
-def _adapter(name: str) -> Any:
+def _adapter(name: str) -> TypeAdapter[Event]:
     """A validator of one event class, nested Block and ToolCall included (built on first use:
     only reading a log needs it)."""
     from pydantic import TypeAdapter

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Literal, Protocol, get_args, runtime_checkable
 from pydantic import BaseModel, ValidationError
 
 from clover_code import jsonsafe
+from clover_code.jsonsafe import JSONObject
 from clover_code.tools.sandbox.policy import SandboxPolicy
 
 # What a tool does, for permissions: reads are free in `ask` mode, the rest ask.
@@ -32,7 +33,7 @@ TOOL_KINDS: tuple[ToolKind, ...] = get_args(ToolKind)
 class ToolResult:
     ok: bool
     output: str  # what the model reads
-    data: dict[str, Any] = field(default_factory=dict)  # for UIs: diff, exit_code, paths...
+    data: JSONObject = field(default_factory=dict)  # for UIs: diff, exit_code, paths...
 
 
 class ToolError(Exception):
@@ -91,7 +92,7 @@ def tool_description(name: str) -> str:
     return path.read_text(encoding="utf-8").strip()
 
 
-def tool_schema(tool: Tool) -> dict[str, Any]:
+def tool_schema(tool: Tool) -> JSONObject:
     """OpenAI function-tool schema, from the tool's Args model and its prompt text."""
     params = tool.Args.model_json_schema()
     params.pop("title", None)
@@ -117,7 +118,7 @@ class BoundCall:
         return kind if kind in TOOL_KINDS else "shell"  # a kind no one knows is treated as the riskiest
 
     @property
-    def arguments(self) -> dict[str, Any]:
+    def arguments(self) -> JSONObject:
         return self.args.model_dump()
 
     async def preview(self) -> str:
@@ -147,15 +148,15 @@ class Registry:
     def __init__(self, tools: list[Tool]):
         self.tools = {t.name: t for t in tools}
 
-    def schemas(self) -> list[dict[str, Any]]:
+    def schemas(self) -> list[JSONObject]:
         return [tool_schema(t) for t in self.tools.values()]
 
-    def bind(self, name: str, arguments: str | dict[str, Any], ctx: ToolContext) -> BoundCall | str:
+    def bind(self, name: str, arguments: str | JSONObject, ctx: ToolContext) -> BoundCall | str:
         """The call, validated, ready to check and run; or a message telling the model what was wrong."""
         args = self.validate(name, arguments)
         return args if isinstance(args, str) else BoundCall(self.tools[name], args, ctx)
 
-    def validate(self, name: str, arguments: str | dict[str, Any]) -> BaseModel | str:
+    def validate(self, name: str, arguments: str | JSONObject) -> BaseModel | str:
         """Parsed arguments, or a message telling the model what was wrong."""
         tool = self.tools.get(name)
         if tool is None:
@@ -175,7 +176,7 @@ class Registry:
             )
             return f"invalid arguments for {name}: {problems}"
 
-    async def call(self, name: str, arguments: str | dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def call(self, name: str, arguments: str | JSONObject, ctx: ToolContext) -> ToolResult:
         """Bind and run in one go (a UI's own call, e.g. /commit); no permission is asked."""
         bound = self.bind(name, arguments, ctx)
         return ToolResult(False, bound) if isinstance(bound, str) else await bound.run()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from clover_code.agent.events import BlockCommitted, Event, TurnFinished, UserMessage
-from clover_code.engine import estimate_tokens
+from clover_code.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from clover_code.agent.context import Conversation
