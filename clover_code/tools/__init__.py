@@ -16,13 +16,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol, get_args, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
 from clover_code import jsonsafe
 from clover_code.jsonsafe import JSONObject
+from clover_code.tools.errors import ToolError as ToolError  # re-exported: tools raise it from here
 from clover_code.tools.sandbox.policy import SandboxPolicy
+
+if TYPE_CHECKING:
+    from clover_code.tools.sandbox.gitrun import Git
+    from clover_code.tools.workspace.checkpoints import Checkpoints
 
 # What a tool does, for permissions: reads are free in `ask` mode, the rest ask.
 ToolKind = Literal["read", "edit", "shell", "git"]
@@ -34,10 +39,6 @@ class ToolResult:
     ok: bool
     output: str  # what the model reads
     data: JSONObject = field(default_factory=dict)  # for UIs: diff, exit_code, paths...
-
-
-class ToolError(Exception):
-    """Raised inside a tool for a user/model mistake; the registry turns it into a result."""
 
 
 class Tool(Protocol):
@@ -80,9 +81,9 @@ class ToolContext:
     workspace: WorkspaceAccess
     sandbox: bool = True  # run_shell inside bubblewrap
     shell_timeout: float = 120.0
-    checkpoints: Any = None  # clover_code.tools.git.Checkpoints, when in use
+    checkpoints: Checkpoints | None = None  # when in use
     policy: SandboxPolicy = field(default_factory=SandboxPolicy)  # env, hidden paths, limits
-    git: Any = None  # clover_code.tools.gitrun.Git made at session start; None: one per call
+    git: Git | None = None  # made at session start; None: one per call
     # Where a tool sends its output as it runs (run_shell): set per call by whoever shows it live.
     on_output: Callable[[str], None] | None = None
 

@@ -90,7 +90,9 @@ class RepoMap:
         focus: list[str] = Field(
             default_factory=list, description="Files in play; the map leans toward what they use and what uses them."
         )
-        identifiers: list[str] = Field(default_factory=list, description="Names the task is about (functions, classes).")
+        identifiers: list[str] = Field(
+            default_factory=list, description="Names the task is about (functions, classes)."
+        )
         max_tokens: int = Field(1024, ge=64, le=32_000, description="Token budget of the map.")
 
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:

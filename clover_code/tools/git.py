@@ -7,16 +7,16 @@ amends, pushes or rewrites history: it only adds a new commit on the current bra
 from __future__ import annotations
 
 import asyncio
-from typing import Callable
+from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
 from clover_code.tools import ToolContext, ToolError, ToolResult
-from clover_code.tools.workspace.checkpoints import Checkpoints
 from clover_code.tools.sandbox.gitrun import Git, GitResult, Repository
 from clover_code.tools.shell import OutputCap
+from clover_code.tools.workspace.checkpoints import Checkpoints
 
-__all__ = ["TOOLS", "Checkpoints", "GitStatus", "GitDiff", "GitLog", "GitCommit", "workspace_git"]
+__all__ = ["TOOLS", "Checkpoints", "GitCommit", "GitDiff", "GitLog", "GitStatus", "workspace_git"]
 
 DIFF_HEAD_BYTES, DIFF_TAIL_BYTES = 40_000, 10_000
 STATUS_LINES = 400
@@ -149,7 +149,8 @@ class GitCommit:
         def files(g: _Git) -> ToolResult:
             spec = ["--", *g.pathspecs(args.paths)] if args.paths else []
             lines = g.out("status", "--short", "--untracked-files=all", *spec).splitlines()
-            shown = lines[:STATUS_LINES] + ([f"[... {len(lines) - STATUS_LINES} more]"] if len(lines) > STATUS_LINES else [])
+            more = [f"[... {len(lines) - STATUS_LINES} more]"] if len(lines) > STATUS_LINES else []
+            shown = lines[:STATUS_LINES] + more
             what = f"only {', '.join(args.paths)}" if args.paths else "every change in the work tree"
             return ToolResult(True, "\n".join([f"git commit -m {args.message!r}", f"files ({what}):",
                                                *(shown or ["(none: nothing to commit)"])]))

@@ -11,15 +11,15 @@ import asyncio
 import codecs
 import os
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from pydantic import BaseModel, Field
 
 from clover_code.tools import ToolContext, ToolError, ToolResult
-from clover_code.tools.sandbox.limits import ProcessLimit, limit_note, memory_note
 from clover_code.tools.sandbox.bwrap import command_env, shell_argv
+from clover_code.tools.sandbox.limits import ProcessLimit, limit_note, memory_note
 
 HEAD_BYTES = 16_000  # kept from the start of the output
 TAIL_BYTES = 16_000  # kept from its end

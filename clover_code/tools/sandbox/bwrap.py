@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from clover_code.tools import ToolError
+from clover_code.tools.errors import ToolError
 from clover_code.tools.sandbox.policy import SandboxPolicy, is_secret_name
 
 SHELL = "/bin/bash" if Path("/bin/bash").exists() else "/bin/sh"

@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from clover_code.tools import ToolError
+from clover_code.tools.errors import ToolError
 from clover_code.tools.sandbox.bwrap import command_env, confined_argv, protected_inside
 from clover_code.tools.sandbox.limits import ProcessLimit, limit_note
 from clover_code.tools.sandbox.policy import SandboxPolicy

@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from clover_code.tools import ToolError
+from clover_code.tools.errors import ToolError
 
 # Hashing lets a touched-but-unchanged file (same bytes, new mtime) count as fresh;
 # above this size mtime+size alone decide, so a huge file costs no full read.
@@ -179,10 +179,9 @@ class Workspace:
             )
         if (st.st_mtime_ns, st.st_size) == (seen.mtime_ns, seen.size):
             return
-        if st.st_size == seen.size and seen.digest is not None:
-            if _file_digest(path, st.st_size) == seen.digest:  # touched, bytes unchanged
-                self._seen[path] = _Seen(st.st_mtime_ns, st.st_size, seen.digest)
-                return
+        if st.st_size == seen.size and seen.digest is not None and _file_digest(path, st.st_size) == seen.digest:
+            self._seen[path] = _Seen(st.st_mtime_ns, st.st_size, seen.digest)  # touched, bytes unchanged
+            return
         raise ToolError(
             f"{name} changed on disk since you last read it (edited by the user or another program); "
             "read it again with read_file, then redo your change"

@@ -29,8 +29,9 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, overload
 
-from clover_code.tools import ToolError
+from clover_code.tools.errors import ToolError
 from clover_code.tools.sandbox.gitrun import Git
 from clover_code.tools.workspace.live_sessions import LiveSession, LiveSessions
 
@@ -235,7 +236,7 @@ class Checkpoints:
     def _snapshot_tree(self) -> str:
         if self._git_dir is None:
             self._git_dir = self._find_git_dir()
-            self._seed_index()
+            self._seed_index(self._git_dir)
             self._prune_old_sessions()
         self._git("add", "-A", "--", ".")
         tree = self._git("write-tree")
@@ -272,11 +273,11 @@ class Checkpoints:
         self._read_only = (shadow / "config",)
         return shadow
 
-    def _seed_index(self) -> None:
+    def _seed_index(self, git_dir: Path) -> None:
         """Start from the repository's index (a shadow's: the last session's): its stat cache
         spares re-hashing unchanged files, and it holds tracked files that .gitignore would
         otherwise hide from `add -A`."""
-        user_index = self._git_dir / "index"
+        user_index = git_dir / "index"
         if user_index.exists():
             shutil.copy2(user_index, self._index)
             if self._git("ls-files", "--cached", "--", "DOES-NOT-EXIST", check=False) is None:
@@ -291,8 +292,15 @@ class Checkpoints:
         if old:
             self._git("update-ref", "--stdin", input="".join(f"delete {ref}\n" for ref in old))
 
+    @overload
+    def _git(self, *args: str, strip: bool = True, check: Literal[True] = True, input: str | None = None) -> str: ...
+
+    @overload
+    def _git(self, *args: str, strip: bool = True, check: bool, input: str | None = None) -> str | None: ...
+
     def _git(self, *args: str, strip: bool = True, check: bool = True,
              input: str | None = None) -> str | None:
+        """git's output; a failure raises CheckpointError, or gives None with check=False."""
         env = {**IDENTITY, "GIT_INDEX_FILE": str(self._index)}
         if self._git_dir is not None:
             env |= {"GIT_DIR": str(self._git_dir), "GIT_WORK_TREE": str(self.root)}
@@ -327,7 +335,7 @@ class _Rewind:
 
 def _summary(headline: str, changes: list[tuple[str, str]]) -> str:
     """`changes` go from now to the checkpoint: A = comes back, D = removed, else restored."""
-    groups = {"restored": [], "removed (created since)": [], "brought back (deleted since)": []}
+    groups: dict[str, list[str]] = {"restored": [], "removed (created since)": [], "brought back (deleted since)": []}
     for status, path in changes:
         key = {"A": "brought back (deleted since)", "D": "removed (created since)"}.get(status[0], "restored")
         groups[key].append(path)

@@ -57,7 +57,8 @@ class LiveSessions:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             # Locked and written under another name first: no one sees it unlocked or empty.
-            held = open(final.with_suffix(".tmp"), "w", encoding="utf-8")  # not inherited by children
+            # Open for the process's life (the lock is the file's): no `with`. Not inherited by children.
+            held = open(final.with_suffix(".tmp"), "w", encoding="utf-8")  # noqa: SIM115
             fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
             held.write(json.dumps({"session": self.session, "pid": os.getpid(), "started": time.time()}))
             held.flush()
