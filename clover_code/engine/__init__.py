@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from clover_code.tokens import estimate_tokens  # noqa: F401  (re-exported for engines)
+from clover_code.tokens import estimate_tokens as estimate_tokens  # re-exported: an engine's own estimate
 
 CLOVER_CONTEXT_WINDOW = 131_072
 DEFAULT_BLOCK_SIZE = 32
@@ -117,7 +118,7 @@ def make_engine(name: str, **options: object) -> Engine:
         known = ", ".join(sorted(_ENGINES))
         raise EngineError(f"unknown engine {name!r}; choose one of: {known}") from None
     module_name, _, class_name = target.partition(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
+    cls: type[Engine] = getattr(importlib.import_module(module_name), class_name)
     check_options(name, cls, options)
     return cls(**options)
 

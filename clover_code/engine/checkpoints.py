@@ -18,8 +18,8 @@ so those that stay are spread over the conversation.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import torch
 
@@ -75,7 +75,7 @@ class Checkpoints:
         for c in self.points.values():
             yield from c.state.tensors()
 
-    def report(self) -> dict:
+    def report(self) -> dict[str, int]:
         kinds = [c.kind for c in self.points.values()]
         return {"checkpoints": len(kinds), "turn_checkpoints": kinds.count("turn"),
                 "checkpoint_bytes": self.nbytes, "checkpoint_budget_bytes": self.budget}

@@ -14,13 +14,18 @@ ones), with these defaults when absent:
 With `prefix_attention="block"` the prompt is encoded in block-size chunks from its start
 and each decoded block is a segment of its own (segments.py); `block_size` is the size the
 engine decodes with (a `--block-size` override included), so chunks and blocks agree.
-"""
+"""  # noqa: E501  (the table's rows are as wide as they are)
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from clover_code.engine import DEFAULT_BLOCK_SIZE, EngineError
+from clover_code.jsonsafe import JSON
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig, PreTrainedTokenizerBase
 
 ATTENTION_TYPES = ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe")
 HYBRID_TYPES = ("qwen3_5", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_text", "qwen3_next")
@@ -45,9 +50,9 @@ def checkpoint_kind(model_type: str) -> str:
     raise EngineError(f"unsupported model type {model_type!r}; supported: {', '.join(SUPPORTED_TYPES)}")
 
 
-def read_props(config, tokenizer=None) -> CheckpointProps:
+def read_props(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase | None = None) -> CheckpointProps:
     """The block-diffusion properties of a checkpoint, with the documented defaults."""
-    def get(key, default=None):
+    def get(key: str, default: JSON = None) -> JSON:  # a value of config.json
         for cfg in (config, config.get_text_config()):
             value = getattr(cfg, key, None)
             if value is not None:
@@ -72,7 +77,7 @@ def read_props(config, tokenizer=None) -> CheckpointProps:
     return props
 
 
-def turn_mark_ids(tokenizer) -> frozenset[int]:
+def turn_mark_ids(tokenizer: PreTrainedTokenizerBase) -> frozenset[int]:
     """Ids of the tokens that start a chat message (`<|im_start|>` in Qwen's template): a hybrid
     checkpoints its state before them, so an edited message resumes where it starts."""
     found = tokenizer.convert_tokens_to_ids("<|im_start|>")

@@ -49,7 +49,7 @@ def grid_cut(boundaries: list[int], keep: int, block_size: int) -> int:
     return cut
 
 
-def segment_mask(segments: list[Segment], past: int, dtype: torch.dtype, device) -> torch.Tensor:
+def segment_mask(segments: list[Segment], past: int, dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:
     """Additive mask `[1, 1, T, past + T]`: every query sees the whole cached past, earlier
     segments, and its own segment causally or (bidirectional segments) both ways."""
     lengths = torch.tensor([n for n, _ in segments], device=device)

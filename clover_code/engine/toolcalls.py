@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from clover_code import jsonsafe
 from clover_code.engine import ToolCall
@@ -88,7 +89,7 @@ class ToolCallParser:
             else:
                 end = self._buf.find(CLOSE)
                 reopen = self._buf.find(OPEN)
-                if 0 <= reopen and (end < 0 or reopen < end):
+                if reopen >= 0 and (end < 0 or reopen < end):
                     # A new call began before this one closed: this one was never finished.
                     body, self._buf = self._buf[:reopen], self._buf[reopen:]
                     out.append(_cut_off(body, "a new <tool_call> began before </tool_call>"))
@@ -117,7 +118,7 @@ class ToolCallParser:
     def _parse_xml(self, body: str, raw: str) -> ParsedCall:
         m = _FUNCTION.match(body)
         name = m.group(1).strip() if m else ""
-        if not name:
+        if m is None or not name:
             return _bad("the <function=NAME> tag has no name", raw)
         rest = body[m.end():]
         end = rest.rfind("</function>")
