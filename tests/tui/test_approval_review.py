@@ -60,7 +60,7 @@ async def test_the_legend_names_the_rule_that_always_adds(repo):
         prompt = app.query_one(ApprovalPrompt)
         await wait_for(pilot, lambda: prompt.request is not None)
         await pilot.pause(0.05)
-        assert "always allow shell:pytest* this session" in str(prompt.query_one("#approval-legend").render())
+        assert "[a] always, this session: shell:pytest*" in str(prompt.query_one("#approval-legend").render())
         await pilot.press("a")
         await idle(pilot)
         assert "shell:pytest*" in app.agent.permissions.rules

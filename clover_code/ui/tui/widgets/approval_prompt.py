@@ -106,9 +106,9 @@ class ApprovalPrompt(Vertical, can_focus=True):
         if self.request is None:
             return
         name = visible(self.request.call.name)
-        always = f" always allow {visible(self._always)}" if self._always else f" always allow {name}"
-        legend = Text.assemble(("[y]", "bold green"), " yes once   ", ("[a]", "bold cyan"),
-                               f"{always} this session   ", ("[n]", "bold red"), " no, tell the model")
+        rule = visible(self._always) if self._always else name  # what "always" will allow
+        legend = Text.assemble(("[y]", "bold green"), " yes once  ", ("[a]", "bold cyan"),
+                               f" always, this session: {rule}  ", ("[n]", "bold red"), " no, tell the model")
         position = self._position()
         if position:
             legend.append("\n")
