@@ -49,7 +49,7 @@ def nesting_depth(text: str, limit: int = MAX_DEPTH) -> int:
     return deepest
 
 
-def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> JSON:
+def loads(text: str | bytes | bytearray, max_depth: int = MAX_DEPTH) -> JSON:
     """json.loads that raises JSONDecodeError (never RecursionError) for text nested too deep."""
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -91,8 +91,8 @@ class EngineInfo:
 class Engine(Protocol):
     info: EngineInfo
 
-    def stream(self, request: ChatRequest) -> AsyncIterator[Block]:
-        """Yield each block the moment it commits. Closing the iterator cancels."""
+    def stream(self, request: ChatRequest) -> AsyncGenerator[Block, None]:
+        """Yield each block the moment it commits. Closing the generator (aclose) cancels."""
         ...
 
     def count_tokens(self, request: ChatRequest) -> int:

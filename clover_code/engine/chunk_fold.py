@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
 
 from clover_code import jsonsafe
 from clover_code.engine import Block, EngineError, ToolCall, estimate_tokens
 from clover_code.engine.openai_wire import EXTENSION
+from clover_code.jsonsafe import JSONObject
 
 
-def chunk_json_object(raw: bytes, url: str) -> dict[str, Any]:
+def chunk_json_object(raw: bytes, url: str) -> JSONObject:
     try:
         data = jsonsafe.loads(raw)  # a server's JSON nested 10,000 deep is invalid, not a RecursionError
     except ValueError:
@@ -43,14 +43,15 @@ class ChunkFold:
         self.prompt_tokens: int | None = None
         self.prompt_reused: int | None = None  # usage.prompt_tokens_details.cached_tokens
 
-    def _block(self, text: str, ext: dict, finish: str | None) -> Block:
+    def _block(self, text: str, ext: JSONObject, finish: str | None) -> Block:
         now = time.perf_counter()
         calls = self._tool_calls() if finish else ()
         if calls and finish != "length":
             finish = "tool_calls"
-        block = Block(text=text, tokens=ext.get("tokens", estimate_tokens(text)), forward_passes=ext.get("forward_passes"),
-                      seconds_since_start=now - self.start, ms=ext.get("ms", (now - self.last) * 1000),
-                      index=ext.get("block", self.emitted), tool_calls=calls, finish=finish)
+        block = Block(text=text, tokens=ext.get("tokens", estimate_tokens(text)),
+                      forward_passes=ext.get("forward_passes"), seconds_since_start=now - self.start,
+                      ms=ext.get("ms", (now - self.last) * 1000), index=ext.get("block", self.emitted),
+                      tool_calls=calls, finish=finish)
         self.last = now
         return block
 
@@ -62,7 +63,7 @@ class ChunkFold:
         self.emitted += 1
         return block
 
-    def chunk(self, data: dict[str, Any]) -> list[Block]:
+    def chunk(self, data: JSONObject) -> list[Block]:
         if "error" in data:
             err = data["error"]
             said = err.get("message") if isinstance(err, dict) else str(err)
@@ -84,7 +85,7 @@ class ChunkFold:
             slot["name"] += fn.get("name") or ""
             slot["arguments"] += fn.get("arguments") or ""
         text = delta.get("content") or ""
-        ext = data.get(EXTENSION) if isinstance(data.get(EXTENSION), dict) else {}
+        ext = given if isinstance(given := data.get(EXTENSION), dict) else {}
         finish = choice.get("finish_reason")
         if self.pending is not None:
             out.append(self._emit(self._with_usage(self.pending)))
@@ -117,7 +118,7 @@ class ChunkFold:
         raise EngineError(f"the stream from {url} ended before the reply finished, after {self.emitted} "
                           "blocks (the partial reply was kept): check the server's log")
 
-    def completion(self, data: dict[str, Any]) -> Block:
+    def completion(self, data: JSONObject) -> Block:
         """A whole (non-streamed) completion, for servers that ignore stream: true."""
         choice = (data.get("choices") or [{}])[0]
         message = choice.get("message") or {}
@@ -125,7 +126,7 @@ class ChunkFold:
             fn = tc.get("function") or {}
             self.calls[n] = {"id": tc.get("id") or "", "name": fn.get("name") or "",
                              "arguments": fn.get("arguments") or ""}
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        usage = given if isinstance(given := data.get("usage"), dict) else {}
         self.chunk({"usage": usage or None, "choices": []})
         text = message.get("content") or ""
         # The server's own count of the reply, tool calls included; else an estimate of both.

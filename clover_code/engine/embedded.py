@@ -14,9 +14,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING
 
 from clover_code.engine import DEFAULT_THRESHOLD, Block, ChatRequest, DenoiseStep, EngineError, EngineInfo
 from clover_code.engine.chat_template import ChatTemplate
@@ -105,7 +106,7 @@ class EmbeddedEngine:
     def count_tokens(self, request: ChatRequest) -> int:
         return len(self.template.encode(request))
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[Block]:
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[Block, None]:
         prompt = self.template.encode(request)
         opts = self._options(request, len(prompt))
 

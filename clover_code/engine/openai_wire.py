@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
 
 from clover_code.engine import Block, ChatRequest, ToolCall
+from clover_code.jsonsafe import JSON, JSONObject
 
 EXTENSION = "clover"
 ROLES = {"system", "developer", "user", "assistant", "tool"}
@@ -29,12 +30,12 @@ class WireError(Exception):
         super().__init__(message)
         self.message, self.status, self.type, self.param, self.code = message, status, type, param, code
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> JSONObject:
         return error_body(self.message, self.type, self.param, self.code)
 
 
 def error_body(message: str, type: str = "invalid_request_error", param: str | None = None,
-               code: str | None = None) -> dict[str, Any]:
+               code: str | None = None) -> JSONObject:
     return {"error": {"message": message, "type": type, "param": param, "code": code}}
 
 
@@ -49,7 +50,7 @@ class ChatCall:
     model: str | None
 
 
-def _number(body: dict, name: str, lo: float, hi: float, default: float) -> float:
+def _number(body: JSONObject, name: str, lo: float, hi: float, default: float) -> float:
     value = body.get(name)
     if value is None:
         return default
@@ -58,7 +59,7 @@ def _number(body: dict, name: str, lo: float, hi: float, default: float) -> floa
     return float(value)
 
 
-def _text_content(content: Any, where: str) -> str | None:
+def _text_content(content: JSON, where: str) -> str | None:
     if content is None or isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -71,12 +72,12 @@ def _text_content(content: Any, where: str) -> str | None:
     raise WireError(f"{where}: content must be a string or a list of text parts", param=where)
 
 
-def _message(m: Any, i: int) -> dict[str, Any]:
+def _message(m: JSON, i: int) -> JSONObject:
     where = f"messages[{i}]"
     if not isinstance(m, dict) or m.get("role") not in ROLES:
         raise WireError(f"{where}: each message needs a role, one of {', '.join(sorted(ROLES))}", param=where)
     role = "system" if m["role"] == "developer" else m["role"]
-    out: dict[str, Any] = {"role": role, "content": _text_content(m.get("content"), f"{where}.content")}
+    out: JSONObject = {"role": role, "content": _text_content(m.get("content"), f"{where}.content")}
     if role == "tool":
         if not isinstance(m.get("tool_call_id", ""), str):
             raise WireError(f"{where}.tool_call_id must be a string", param=f"{where}.tool_call_id")
@@ -93,7 +94,7 @@ def _message(m: Any, i: int) -> dict[str, Any]:
     return out
 
 
-def _tools(tools: Any) -> list[dict[str, Any]]:
+def _tools(tools: JSON) -> list[JSONObject]:
     if tools is None:
         return []
     if not isinstance(tools, list):
@@ -106,7 +107,7 @@ def _tools(tools: Any) -> list[dict[str, Any]]:
     return tools
 
 
-def _stop(stop: Any) -> tuple[str, ...]:
+def _stop(stop: JSON) -> tuple[str, ...]:
     if stop is None:
         return ()
     if isinstance(stop, str):
@@ -116,7 +117,7 @@ def _stop(stop: Any) -> tuple[str, ...]:
     raise WireError("'stop' must be a string or a list of strings", param="stop")
 
 
-def parse_chat(body: Any, *, max_tokens_limit: int) -> ChatCall:
+def parse_chat(body: JSON, *, max_tokens_limit: int) -> ChatCall:
     """Validate a request body; raise WireError (400) saying which field is wrong."""
     if not isinstance(body, dict):
         raise WireError("the request body must be a JSON object")
@@ -157,32 +158,32 @@ def completion_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex[:24]}"
 
 
-def tool_call_json(call: ToolCall, index: int) -> dict[str, Any]:
+def tool_call_json(call: ToolCall, index: int) -> JSONObject:
     return {"index": index, "id": call.id, "type": "function",
             "function": {"name": call.name, "arguments": call.arguments}}
 
 
-def usage_json(prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None) -> dict[str, Any]:
+def usage_json(prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None) -> JSONObject:
     """OpenAI usage; `cached_tokens`: of the prompt, those served from the engine's prefix cache."""
-    usage: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+    usage: JSONObject = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                              "total_tokens": prompt_tokens + completion_tokens}
     if cached_tokens is not None:
         usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
     return usage
 
 
-def block_stats(block: Block) -> dict[str, Any]:
+def block_stats(block: Block) -> JSONObject:
     ms = None if block.ms is None else round(block.ms, 3)
     return {"block": block.index, "tokens": block.tokens, "forward_passes": block.forward_passes, "ms": ms}
 
 
-def chunk_json(cid: str, model: str, created: int, *, text: str, calls: list[dict[str, Any]],
-               finish: str | None, block: Block, first: bool, usage: dict | None) -> dict[str, Any]:
-    delta: dict[str, Any] = {"role": "assistant"} if first else {}
+def chunk_json(cid: str, model: str, created: int, *, text: str, calls: list[JSONObject],
+               finish: str | None, block: Block, first: bool, usage: JSONObject | None) -> JSONObject:
+    delta: JSONObject = {"role": "assistant"} if first else {}
     delta["content"] = text
     if calls:
         delta["tool_calls"] = calls
-    out: dict[str, Any] = {
+    out: JSONObject = {
         "id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
         EXTENSION: block_stats(block)}
@@ -191,9 +192,9 @@ def chunk_json(cid: str, model: str, created: int, *, text: str, calls: list[dic
     return out
 
 
-def completion_json(cid: str, model: str, *, text: str, calls: list[dict[str, Any]], finish: str,
-                    usage: dict, blocks: list[Block]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": text or (None if calls else "")}
+def completion_json(cid: str, model: str, *, text: str, calls: list[JSONObject], finish: str,
+                    usage: JSONObject, blocks: list[Block]) -> JSONObject:
+    message: JSONObject = {"role": "assistant", "content": text or (None if calls else "")}
     if calls:
         message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in calls]
     return {
@@ -203,21 +204,21 @@ def completion_json(cid: str, model: str, *, text: str, calls: list[dict[str, An
         EXTENSION: {"blocks": [block_stats(b) for b in blocks]}}
 
 
-def sse(data: dict[str, Any] | str) -> bytes:
+def sse(data: JSONObject | str) -> bytes:
     payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return f"data: {payload}\n\n".encode()
 
 
 # --- client side ----------------------------------------------------------------------
 
-def wire_messages(messages: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def wire_messages(messages: Iterable[JSONObject]) -> list[JSONObject]:
     """Messages as JSON, a null content as "" (strict servers such as llama-cpp-python reject
     null, and their templates need the key). Assistant tool_calls are OpenAI dicts already."""
     return [{**m, "content": ""} if m.get("content", "") is None else m for m in messages]
 
 
-def request_json(request: ChatRequest, model: str, *, stream: bool = True) -> dict[str, Any]:
-    body: dict[str, Any] = {
+def request_json(request: ChatRequest, model: str, *, stream: bool = True) -> JSONObject:
+    body: JSONObject = {
         "model": model, "messages": wire_messages(request.messages), "stream": stream,
         "max_tokens": request.max_tokens, "temperature": request.temperature, "top_p": request.top_p}
     if stream:

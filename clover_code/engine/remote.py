@@ -25,8 +25,8 @@ import math
 import os
 import ssl
 import time
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -43,9 +43,16 @@ from clover_code.engine import (
 from clover_code.engine.chunk_fold import ChunkFold, chunk_json_object
 from clover_code.engine.openai_wire import SSEReader, request_json
 from clover_code.engine.window import (
-    ASSUMED, ContextOverflow, field_window, no_room, ollama_window, props_window, raise_window_hint,
+    ASSUMED,
+    ContextOverflow,
+    field_window,
+    no_room,
+    ollama_window,
+    props_window,
+    raise_window_hint,
     rejection_limits,
 )
+from clover_code.jsonsafe import JSON, JSONObject
 
 log = logging.getLogger("clover_code.remote")
 RETRY_STATUS = {429, 503}
@@ -72,7 +79,7 @@ def _display(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[1], parts.path, parts.query, ""))
 
 
-def _server_error(text: str) -> tuple[str, dict[str, Any]]:
+def _server_error(text: str) -> tuple[str, JSONObject]:
     """An error body's message and its error object ({} when it has none)."""
     try:
         data = jsonsafe.loads(text)
@@ -181,7 +188,7 @@ class RemoteEngine:
         return text.replace(self._api_key, "***") if self._api_key else text
 
     def _backoff(self, attempt: int) -> float:
-        return min(self.backoff * 2 ** attempt, 8.0)
+        return min(self.backoff * 2.0 ** attempt, 8.0)
 
     def _transport_error(self, exc: httpx.TransportError, what: str) -> tuple[EngineError, bool]:
         """(error to raise, worth retrying) for a failure before the response started."""
@@ -235,7 +242,7 @@ class RemoteEngine:
         return EngineError(f"{self.url} rejected the request (HTTP {status}){said}")
 
     @asynccontextmanager
-    async def _open(self, method: str, path: str, body: dict | None, what: str
+    async def _open(self, method: str, path: str, body: JSONObject | None, what: str
                     ) -> AsyncIterator[httpx.Response]:
         """Send with bounded retries; yield the started response (status < 400)."""
         client, attempt, dropped = self._http(), 0, False
@@ -324,7 +331,7 @@ class RemoteEngine:
             return ollama_window(await self._metadata("POST", "/api/show", {"model": self.info.model}))
         return None
 
-    async def _metadata(self, method: str, route: str, body: dict | None = None) -> Any:
+    async def _metadata(self, method: str, route: str, body: JSONObject | None = None) -> JSON:
         """A server route's JSON, or None on any failure (routes are optional)."""
         try:
             response = await self._http().request(method, _server_root(self.base) + route, json=body,
@@ -335,7 +342,7 @@ class RemoteEngine:
 
     # --- streaming -------------------------------------------------------------------
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[Block]:
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[Block, None]:
         await self.connect()
         sized = self._sized(request)
         try:

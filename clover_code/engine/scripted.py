@@ -15,8 +15,9 @@ import json
 import math
 import re
 import time
+from collections.abc import AsyncGenerator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 from clover_code import jsonsafe
 from clover_code.engine import (
@@ -79,7 +80,7 @@ class ScriptedEngine:
         reply = self.replies.pop(0)
         return {"content": reply} if isinstance(reply, str) else dict(reply)
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[Block]:
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[Block, None]:
         self.requests.append(request)
         reply = self._next_reply()
         delay = float(reply.get("delay", self.delay))
@@ -91,8 +92,7 @@ class ScriptedEngine:
             for i, c in enumerate(reply.get("tool_calls") or ())
         )
         budget = request.max_tokens
-        index = 0
-        for at in range(0, max(len(pieces), 1), self.block_size):
+        for index, at in enumerate(range(0, max(len(pieces), 1), self.block_size)):
             t0 = time.perf_counter()
             if delay:
                 await asyncio.sleep(delay)
@@ -109,6 +109,5 @@ class ScriptedEngine:
                 tool_calls=calls if last else (), finish=finish,
                 prompt_tokens=self.count_tokens(request) if last else None,
             )
-            index += 1
             if last:
                 return

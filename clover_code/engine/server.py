@@ -19,8 +19,9 @@ import math
 import os
 import time
 from collections import deque
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, TypeVar
+from typing import TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -44,6 +45,7 @@ from clover_code.engine.openai_wire import (
     usage_json,
 )
 from clover_code.engine.toolcalls import ParsedCall, ToolCallParser
+from clover_code.jsonsafe import JSON, JSONObject
 
 log = logging.getLogger("clover_code.server")
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -117,7 +119,7 @@ class EventStream(Response):
 
     media_type = "text/event-stream"
 
-    def __init__(self, events: AsyncIterator[bytes], on_close):
+    def __init__(self, events: AsyncGenerator[bytes, None], on_close: Callable[[], None]):
         # Not Response.__init__: that would set content-length: 0 for the empty body.
         self.status_code, self.background = 200, None
         self.init_headers({"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
@@ -150,11 +152,11 @@ class Reply:
     def __init__(self, call: ChatCall, engine: Engine):
         self.call, self.engine = call, engine
         self.parser = ToolCallParser(call.request.tools) if call.request.tools else None
-        self.calls: list[dict[str, Any]] = []
+        self.calls: list[JSONObject] = []
         self.completion_tokens = 0
 
-    def split(self, block: Block) -> tuple[str, list[dict[str, Any]]]:
-        segments: list[Any] = [block.text]
+    def split(self, block: Block) -> tuple[str, list[JSONObject]]:
+        segments: list[str | ParsedCall] = [block.text]
         if self.parser is not None:
             segments = self.parser.feed_segments(block.text)
             if block.finish:
@@ -163,15 +165,17 @@ class Reply:
         for seg in [*segments, *block.tool_calls]:
             if isinstance(seg, str):
                 text.append(seg)
-            elif isinstance(seg, ParsedCall) and seg.call is None:
-                text.append(seg.raw)  # malformed: show what the model wrote
+                continue
+            call = seg.call if isinstance(seg, ParsedCall) else seg
+            if call is None:
+                text.append(seg.raw if isinstance(seg, ParsedCall) else "")  # malformed: show what the model wrote
             else:
-                new.append(tool_call_json(seg.call if isinstance(seg, ParsedCall) else seg, len(self.calls)))
+                new.append(tool_call_json(call, len(self.calls)))
                 self.calls.append(new[-1])
         self.completion_tokens += block.tokens
         return "".join(text), new
 
-    def finish(self, block: Block) -> tuple[str, dict[str, Any]]:
+    def finish(self, block: Block) -> tuple[str, JSONObject]:
         reason = block.finish or "stop"
         if self.calls and reason == "stop":
             reason = "tool_calls"
@@ -216,7 +220,7 @@ class Server:
                 "block_size": info.block_size, "threshold": info.threshold}
         return JSONResponse({"object": "list", "data": [card]})
 
-    async def _body(self, request: Request) -> Any:
+    async def _body(self, request: Request) -> JSON:
         # JSON only: a web page cannot send that cross-origin without a CORS preflight (which
         # this server never grants), so a browser tab cannot drive a local server.
         if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
@@ -264,7 +268,7 @@ class Server:
         finally:
             self.gate.leave()
 
-    async def _events(self, call: ChatCall) -> AsyncIterator[bytes]:
+    async def _events(self, call: ChatCall) -> AsyncGenerator[bytes, None]:
         cid, created, reply = completion_id(), int(time.time()), Reply(call, self.engine)
         blocks = self.engine.stream(call.request)
         try:
@@ -305,7 +309,8 @@ class Server:
                                             calls=reply.calls, finish=finish, usage=usage, blocks=blocks))
 
 
-async def _http_error(request: Request, exc: HTTPException) -> Response:
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)  # registered for HTTPException only (Starlette types handlers as Exception)
     code = "not_found" if exc.status_code == 404 else None
     return _error(exc.status_code, f"{request.method} {request.url.path}: {exc.detail}; this server has "
                   "POST /v1/chat/completions, GET /v1/models and GET /health", code=code)
