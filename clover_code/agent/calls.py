@@ -10,10 +10,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from clover_code.agent.events import (
-    ApprovalAnswer, ApprovalAnswered, ApprovalNeeded, Event, Notice, ToolCallParsed, ToolFinished, ToolStarted,
+    ApprovalAnswer,
+    ApprovalAnswered,
+    ApprovalNeeded,
+    Event,
+    Notice,
+    ToolCallParsed,
+    ToolFinished,
+    ToolStarted,
 )
 from clover_code.agent.output_relay import OutputRelay
 from clover_code.agent.permissions import Approver, Permissions, rule_for_always

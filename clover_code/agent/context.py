@@ -16,8 +16,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clover_code.agent.events import (
-    Attachment, BlockCommitted, Cleared, Compacted, Event, Redone, Rewound, TextDelta, ToolCallParsed, ToolFinished,
-    TurnFinished, UserMessage, UserShell,
+    Attachment,
+    BlockCommitted,
+    Cleared,
+    Compacted,
+    Event,
+    Redone,
+    Rewound,
+    TextDelta,
+    ToolCallParsed,
+    ToolFinished,
+    TurnFinished,
+    UserMessage,
+    UserShell,
 )
 from clover_code.agent.reply import ReplyReader
 from clover_code.engine import ChatRequest, Engine, EngineError, ToolCall

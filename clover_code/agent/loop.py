@@ -14,25 +14,41 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, AsyncGenerator, Awaitable, Callable, Protocol
+from typing import Protocol
 
 from clover_code.agent.bug_log import describe_bug
 from clover_code.agent.calls import CallRunner, failure_key, run_relayed, settle
 from clover_code.agent.context import KEEP_FRACTION, SUMMARY_TOKENS, Conversation, summarise
 from clover_code.agent.events import (
-    TRANSIENT_EVENTS, BlockCommitted, Cleared, Compacted, ErrorEvent, Event, Notice, Redone, Rewound, TextDelta,
-    ToolFinished, ToolStarted, TurnFinished, TurnStats, UserMessage, UserShell, error_source,
+    TRANSIENT_EVENTS,
+    BlockCommitted,
+    Cleared,
+    Compacted,
+    ErrorEvent,
+    Event,
+    Notice,
+    Redone,
+    Rewound,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+    TurnStats,
+    UserMessage,
+    UserShell,
+    error_source,
 )
 from clover_code.agent.mentions import attach_mentions
 from clover_code.agent.permissions import Approver, Permissions
 from clover_code.agent.reply import ReplyPart, ReplyReader
 from clover_code.engine import ChatRequest, DenoiseStep, Engine, EngineError, ToolCall
-from clover_code.engine.toolcalls import new_call_id
 from clover_code.engine.tally import BlockTally
-from clover_code.settings import ApprovalMode
+from clover_code.engine.toolcalls import new_call_id
 from clover_code.engine.window import ContextOverflow, no_room
+from clover_code.settings import ApprovalMode
 from clover_code.tools import Registry, ToolContext
 
 MIN_REPLY_TOKENS = 256  # below this much room for a reply, compact first
@@ -60,7 +76,11 @@ class _Stats:
                 "prompt_tokens": self.blocks.prompt_tokens, "seconds": round(time.perf_counter() - self.start, 3)}
 
 
-_END = object()
+class _End:
+    """The last item on a turn's queue: the job is over."""
+
+
+_END = _End()
 
 
 class EventLog(Protocol):
@@ -84,7 +104,7 @@ class Agent:
         self.permissions = permissions or Permissions(settings.approval)
         self.conversation = conversation or Conversation(system_prompt or "", registry.schemas())
         self._on_step: Callable[[DenoiseStep], None] | None = None
-        self._sink: Callable[[Any], None] | None = None  # the running turn's queue
+        self._sink: Callable[[Event | _End], None] | None = None  # the running turn's queue
 
     def set_on_step(self, cb: Callable[[DenoiseStep], None] | None) -> None:
         self._on_step = cb
@@ -121,11 +141,11 @@ class Agent:
 
     async def _events_of(self, job: Callable[[], Awaitable[Event | None]]) -> AsyncGenerator[Event, None]:
         """The events `job` emits, then the one it returns, as it runs in a task of its own."""
-        queue: asyncio.Queue = asyncio.Queue()
+        queue: asyncio.Queue[Event | _End] = asyncio.Queue()
         self._sink = queue.put_nowait
         worker = asyncio.create_task(self._work(job))
         try:
-            while (event := await queue.get()) is not _END:
+            while not isinstance(event := await queue.get(), _End):
                 yield event
         finally:
             if not worker.done():
@@ -199,7 +219,7 @@ class Agent:
         self.emit(UserMessage(task, attachments))
         runner = CallRunner(self.registry, self.ctx, self.permissions, self.approver, self.emit,
                             undo=self.ctx.checkpoints)
-        streak: tuple[Any, int] = (None, 0)
+        streak: tuple[tuple[str, str] | None, int] = (None, 0)  # the failing call, how many times in a row
         text = ""
         for _ in range(self.settings.max_turns):
             stats.turns += 1

@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections import deque
 
 from clover_code.agent.events import (
-    BlockCommitted, Cleared, Compacted, Event, TextDelta, ToolCallParsed, TurnFinished, UserMessage,
+    BlockCommitted,
+    Cleared,
+    Compacted,
+    Event,
+    TextDelta,
+    ToolCallParsed,
+    TurnFinished,
+    UserMessage,
 )
 from clover_code.engine.toolcalls import OPEN, ParsedCall, ToolCallParser
 
