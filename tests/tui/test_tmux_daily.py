@@ -1,5 +1,6 @@
 """Issue 34's broken flows on the real `clover-code` in tmux, at the sizes people use:
-bracketed pastes with CR line breaks, a long diff to approve at 80x24, SIGTERM."""
+bracketed pastes with CR line breaks, a long diff to approve at 80x24, SIGTERM, two
+sessions in one repository."""
 
 from __future__ import annotations
 
@@ -84,3 +85,42 @@ def test_a_200_line_diff_is_reviewable_at_80x24(tmux: Tmux, tmp_path: Path):
     assert (repo / "big.py").read_text() == NEW
     tmux.keys("C-d")  # an empty editor: quit
     tmux.wait_for("EXITED 0")
+
+
+def write_file_reply(path: str, text: str, done: str) -> list:
+    return [{"content": f"Writing {path}.", "tool_calls": [{"name": "write_file",
+                                                            "arguments": {"path": path, "content": text}}]}, done]
+
+
+def test_two_sessions_in_one_repository_at_200x60(tmux: Tmux, tmp_path: Path):
+    repo = make_repo(tmp_path / "repo", {"README.md": "shared repository\n"})
+    first = write_replies(tmp_path / "first.jsonl", write_file_reply("mine.py", "mine = 1\n", "Made mine."))
+    second = write_replies(tmp_path / "second.jsonl", write_file_reply("theirs.py", "theirs = 1\n", "Made theirs."))
+    tmux.start(repo, first, (200, 60), target="first")
+    tmux.type("make mine.py", target="first")
+    tmux.keys("Enter", target="first")
+    tmux.wait_for("[y] yes once", target="first")
+    tmux.keys("y", target="first")
+    tmux.wait_for("Made mine.", target="first")
+
+    tmux.start(repo, second, (200, 60), target="second")
+    tmux.wait_for("Another clover-code session is at work in this folder", target="second")
+    tmux.type("make theirs.py", target="second")
+    tmux.keys("Enter", target="second")
+    tmux.wait_for("[y] yes once", target="second")
+    tmux.keys("y", target="second")
+    tmux.wait_for("Made theirs.", target="second")
+    assert (repo / "mine.py").exists() and (repo / "theirs.py").exists()
+
+    tmux.type("/diff", target="first")
+    tmux.keys("Enter", target="first")
+    screen = tmux.wait_for("+mine = 1", target="first")
+    assert "theirs" not in screen.split("/diff")[-1]  # the other session's file is not this one's change
+    tmux.type("/undo 1", target="first")
+    tmux.keys("Enter", target="first")
+    tmux.wait_for("Another clover-code session is at work", target="first")
+    deadline = time.monotonic() + 10
+    while (repo / "mine.py").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not (repo / "mine.py").exists()  # this session's own change, undone
+    assert (repo / "theirs.py").read_text() == "theirs = 1\n"  # the other's, untouched

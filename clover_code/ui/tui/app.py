@@ -35,7 +35,7 @@ from clover_code.ui.launch import AgentBuilder
 from clover_code.ui.terminal_text import visible
 from clover_code.ui.tui.command_host import Severity
 from clover_code.ui.tui import live_shell, rewind
-from clover_code.ui.tui.commands import HELP, run_command, set_mode, workspace_paths
+from clover_code.ui.tui.commands import HELP, other_sessions_note, run_command, set_mode, workspace_paths
 from clover_code.ui.tui.completion import Completer, commands_from_help
 from clover_code.ui.tui.feature_commands import next_mode
 from clover_code.ui.tui.errors import describe_error
@@ -215,6 +215,8 @@ class CloverApp(App[int]):
             self.status.show(context_used=message.context_tokens)
         if previous is not None:
             self._close_engine(previous)
+        else:
+            other_sessions_note(self)  # a second session in this repository: say it at once
         if message.request.model is not None:
             self.note(f"now on {short_model(info.model)}", "dim")
         if message.request.resume is not None and message.request.model is None and agent.session is not None:
