@@ -12,6 +12,8 @@ thread and does not wait for the UI) to the first frame rendered after its text 
 written into a widget. Frames are rendered to terminal bytes as a real terminal would
 get them (headless apps skip that step; we do it here so it is paid for).
 While ours streams, keys are typed into the editor: echo is key to the frame showing it.
+Ours runs as in a real turn: the spinner ticks, and with --live-output a command runs beside the
+reply, its output landing in its card as often as agent/output_relay.py sends it.
 `first_paint_s`: the real `clover-code` in a temp git repository, started on a pty,
 until the status bar is drawn (median of the runs).
 """
@@ -36,15 +38,20 @@ from textual._compositor import CompositorUpdate
 from textual.app import App, ComposeResult
 from textual.widgets import Log
 
-from clover_code.agent.events import BlockCommitted, TextDelta, TurnFinished, UserMessage
+from clover_code.agent.events import (
+    BlockCommitted, TextDelta, ToolCallParsed, ToolOutput, ToolStarted, TurnFinished, UserMessage,
+)
+from clover_code.agent.output_relay import FLUSH_S
 from clover_code.settings import Settings
-from clover_code.engine import Block, EngineError
+from clover_code.engine import Block, EngineError, ToolCall
 from clover_code.ui.tui.app import make_app
+from clover_code.ui.tui.widgets.spinner import SpinnerState
 from bench_machine import machine_info
 
 BLOCK_TOKENS = 32
 SIZE = (120, 40)
 KEY_EVERY_S = 0.25
+SHELL = ToolCall("bench-shell", "run_shell", '{"command": "make test"}')
 
 
 def long_reply(n: int) -> str:
@@ -134,12 +141,15 @@ def _no_agent(approver, resume):
     raise EngineError("bench: no agent, the events are fed to the app directly")
 
 
-async def run_ours(pieces: list[str], interval: float) -> dict:
+async def run_ours(pieces: list[str], interval: float, live_output: bool = False) -> dict:
     app = make_app(Settings(engine="scripted"), Path.cwd(), agent_factory=_no_agent)
+    app._spinner_state = lambda: SpinnerState("Working", 0)  # as in a real turn: it ticks while blocks stream
     lat = Latencies(len(pieces))
     echo: list[float] = []
     async with app.run_test(size=SIZE) as pilot:
         app.apply_events(history_events(), live=False)
+        if live_output:  # a command the model started, still running while it writes on
+            app.apply_events([ToolCallParsed(SHELL), ToolStarted(SHELL)])
         await pilot.pause(0.5)
         editor = app.query_one("#input")
         editor.focus()
@@ -173,10 +183,20 @@ async def run_ours(pieces: list[str], interval: float) -> dict:
                 pending_key.append((time.perf_counter(), typed))
                 app.post_message(events.Key("x", "x"))
 
+        async def command_output():
+            line = 0
+            while lat.shown[-1] is None:
+                await asyncio.sleep(FLUSH_S)  # as often as the agent sends a command's output
+                line += 1
+                app.queue_event(ToolOutput(SHELL, f"test_module_{line}.py::test_case PASSED [{line % 100}%]\n"))
+
         keys = asyncio.create_task(typist())
+        output = asyncio.create_task(command_output()) if live_output else None
         await produce(pieces, interval, lat, write)
         await settle(app, lat)
         keys.cancel()
+        if output is not None:
+            output.cancel()
         await pilot.pause(0.2)  # let the last key land before the app closes
     ms, wall = lat.result()
     return {"ms": ms, "wall": wall, "echo": echo}
@@ -215,15 +235,15 @@ def summary(values: list[float]) -> dict:
     return {"median": round(statistics.median(values), 1), "p99": round(pct(values, 0.99), 1)}
 
 
-async def bench_rate(rate: int, runs: int, blocks: int) -> dict:
+async def bench_rate(rate: int, runs: int, blocks: int, live_output: bool = False) -> dict:
     interval = BLOCK_TOKENS / rate
     pieces = stream_pieces(blocks)
-    await run_ours(pieces[:20], interval)  # warm-up
+    await run_ours(pieces[:20], interval, live_output)  # warm-up
     await run_log(pieces[:20], interval)
     ours: list[dict] = []
     logs: list[dict] = []
     for _ in range(runs):  # side by side: A B A B ...
-        ours.append(await run_ours(pieces, interval))
+        ours.append(await run_ours(pieces, interval, live_output))
         logs.append(await run_log(pieces, interval))
     ours_ms = [m for r in ours for m in r["ms"]]
     log_ms = [m for r in logs for m in r["ms"]]
@@ -234,7 +254,7 @@ async def bench_rate(rate: int, runs: int, blocks: int) -> dict:
         "stream_wall_ratio": round(statistics.median(r["wall"] for r in ours), 3),
         "baseline_wall_ratio": round(statistics.median(r["wall"] for r in logs), 3),
         "keystroke_echo_ms": summary([e for r in ours for e in r["echo"]]),
-        "blocks": blocks, "runs": runs,
+        "blocks": blocks, "runs": runs, "live_output": live_output,
     }
 
 
@@ -284,10 +304,12 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--blocks", type=int, default=120)
     parser.add_argument("--rates", default="500,2000")
+    parser.add_argument("--live-output", action="store_true",
+                        help="a command's output streams into its card while the reply streams")
     args = parser.parse_args()
     result: dict = {}
     for rate in (int(r) for r in args.rates.split(",")):
-        result[str(rate)] = asyncio.run(bench_rate(rate, args.runs, args.blocks))
+        result[str(rate)] = asyncio.run(bench_rate(rate, args.runs, args.blocks, args.live_output))
     result["first_paint_s"] = first_paint(args.runs)
     result["machine"] = machine_info()
     if args.json:

@@ -1,7 +1,7 @@
 """OutputRelay: a running tool's output, as ToolOutput events at most every FLUSH_S.
 
 A command may print megabytes in bursts of 64 KiB reads; a UI needs only what a person can
-read: the pieces are gathered and sent at most 20 times a second, and of a burst larger than
+read: the pieces are gathered and sent at most 10 times a second, and of a burst larger than
 KEEP_CHARS only its end is sent (a card shows the tail; the ToolFinished that follows holds
 the output the model reads).
 """
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from clover_code.agent.events import Event, ToolOutput
 from clover_code.engine import ToolCall
 
-FLUSH_S = 0.05
+FLUSH_S = 0.1
 KEEP_CHARS = 8_000  # of one flush; what comes before is cut, with a mark
 CUT_MARK = "…\n"
 

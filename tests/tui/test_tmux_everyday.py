@@ -38,8 +38,8 @@ def test_live_output_bang_at_path_rewind_redo_history_and_modes_at_120x40(tmux: 
     tmux.type("run the steps")
     tmux.keys("Enter")
     tmux.wait_for("[y] yes once")
-    screen = tmux.wait_for("esc to interrupt")  # the spinner, while the approval waits
-    assert "Waiting for your answer" in screen
+    screen = tmux.wait_for("Waiting for your answer")  # the spinner, while the approval waits
+    assert "esc to interrupt" in screen
     tmux.keys("y")
     screen = tmux.wait_for("step 2")  # live, in its card, long before the end
     assert "running for" in screen and "step 10" not in screen and "Working…" in screen

@@ -50,13 +50,13 @@ from clover_code.ui.tui.widgets.approval_prompt import ApprovalPrompt
 from clover_code.ui.tui.widgets.completion_popup import CompletionPopup
 from clover_code.ui.tui.widgets.conversation import ConversationView
 from clover_code.ui.tui.widgets.denoise_view import DenoiseView
-from clover_code.ui.tui.widgets.history_search import HistorySearch
 from clover_code.ui.tui.widgets.input_editor import InputEditor
 from clover_code.ui.tui.widgets.spinner import Spinner, SpinnerState
 from clover_code.ui.tui.widgets.status_bar import StatusBar, short_model
 from clover_code.ui.tui.widgets.tool_card import parse_arguments
 
 if TYPE_CHECKING:  # types only: the first paint must not wait for the agent's imports
+    from clover_code.ui.tui.widgets.history_search import HistorySearch
     from clover_code.agent.loop import Agent
     from clover_code.agent.permissions import Approver
 
@@ -103,6 +103,8 @@ class CloverApp(App[int]):
         self.turns = TranscriptTurns()  # which transcript widget starts each turn
         self.usage = UsageLog()  # tokens per turn, for /cost
         self.prompt_history = PromptHistory()  # prompts of every session, for Up/Down and Ctrl+R
+        self._history_search: HistorySearch | None = None  # Ctrl+R's, once asked for
+        self.completer: Completer | None = None  # the /command and @path popup's (on mount)
         self._started_mode = settings.approval  # Shift+Tab reaches full-auto only from a session started in it
 
     # --- layout --------------------------------------------------------------------------
@@ -110,7 +112,6 @@ class CloverApp(App[int]):
         yield ConversationView(id="conversation")
         yield DenoiseView(id="denoise")
         yield ApprovalPrompt(id="approval")
-        yield HistorySearch(self.prompt_history.search, id="history-search")
         yield CompletionPopup(id="completion")
         yield Spinner(self._spinner_state, id="spinner")
         yield InputEditor(paths=self._workspace_paths, id="input")
@@ -550,7 +551,9 @@ class CloverApp(App[int]):
         """Esc belongs to an open picker, popup or search first (the app's binding of it has
         priority, so it would reach them never)."""
         if action == "cancel":
-            open_popup = self.query_one(CompletionPopup).is_open or self.query_one(HistorySearch).is_open
+            search = self._history_search
+            completer = self.completer
+            open_popup = (completer is not None and completer.popup.is_open) or (search is not None and search.is_open)
             return not (open_popup or self.screen.is_modal)
         return True
 
@@ -559,20 +562,28 @@ class CloverApp(App[int]):
         current = self.agent.permissions.mode if self.agent is not None else self.settings.approval
         set_mode(self, next_mode(current, self._started_mode))
 
-    def action_history_search(self) -> None:
-        if self.editor.display:
-            self.query_one(HistorySearch).open(self.editor.text.strip())
+    async def action_history_search(self) -> None:
+        """Ctrl+R: the prompts sent before, searched (mounted on first use: not before first paint)."""
+        if not self.editor.display:
+            return
+        if self._history_search is None:
+            from clover_code.ui.tui.widgets.history_search import HistorySearch
 
-    @on(HistorySearch.Chosen)
-    def _history_chosen(self, message: HistorySearch.Chosen) -> None:
-        if message.text is not None:
-            self.editor.load_text(message.text)
+            self._history_search = HistorySearch(self.prompt_history.search, self._history_chosen,
+                                                 id="history-search")
+            await self.mount(self._history_search, before=self.editor)
+        self._history_search.open(self.editor.text.strip())
+
+    def _history_chosen(self, text: str | None) -> None:
+        if text is not None:
+            self.editor.load_text(text)
             self.editor.move_cursor(self.editor.document.end)
         self.editor.focus()
 
     @on(TextArea.Changed, "#input")
     def _input_changed(self) -> None:
-        self.completer.text_changed()
+        if self.completer is not None:
+            self.completer.text_changed()
 
     def restore_prompt(self, text: str) -> None:
         """A rewound message back in the editor, to edit and send again (unless one is being typed)."""

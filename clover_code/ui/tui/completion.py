@@ -116,10 +116,10 @@ class Completer:
     def text_changed(self) -> None:
         text, before = self.editor.text, self._text
         self._text = text
-        typed = abs(len(text) - len(before)) <= 2 or self._ours  # a key, not a paste or a loaded prompt
+        keyed = abs(len(text) - len(before)) <= 2 or self._ours  # a key, not a paste or a loaded prompt
         self._ours = False
         row, col = self.editor.cursor_location
-        word = word_at(text.split("\n"), row, col) if typed or self.popup.is_open else None
+        word = word_at(text.split("\n"), row, col) if keyed or self.popup.is_open else None
         self.word = word
         if word is None:
             self.popup.close()

@@ -2,7 +2,8 @@
 `/resume`'s session picker, and Shift+Tab through the approval modes.
 
 Each is a function of the host (what it uses of the app) and its argument, like the
-commands in commands.py, which lists them.
+commands in commands.py, which lists them. What they show is imported when first asked for:
+the app imports this module before its first paint.
 """
 
 from __future__ import annotations
@@ -12,10 +13,6 @@ from collections.abc import Callable
 
 from clover_code.settings import ApprovalMode
 from clover_code.ui.tui.command_host import CommandHost
-from clover_code.ui.tui.session_list import list_sessions, preview
-from clover_code.ui.tui.usage import context_breakdown, prices_of
-from clover_code.ui.tui.widgets.session_picker import SessionPicker
-from clover_code.ui.tui.widgets.usage_view import UsageView
 
 # Shift+Tab's round: asking, edits allowed, plan (read-only). full-auto joins it only in a
 # session started in it: a key press should not switch off every question by surprise.
@@ -29,6 +26,9 @@ def next_mode(current: ApprovalMode, started_in: ApprovalMode) -> ApprovalMode:
 
 def show_usage(app: CommandHost, arg: str) -> None:
     """`/cost`: tokens per turn, the context by part, and the estimated cost."""
+    from clover_code.ui.tui.usage import context_breakdown, prices_of
+    from clover_code.ui.tui.widgets.usage_view import UsageView
+
     agent = app.agent
     prices = prices_of(app.settings)
     turns = app.usage.turns
@@ -38,7 +38,11 @@ def show_usage(app: CommandHost, arg: str) -> None:
         return
 
     async def work() -> None:
-        parts, used = await asyncio.to_thread(context_breakdown, agent.conversation, agent.engine)
+        try:
+            parts, used = await asyncio.to_thread(context_breakdown, agent.conversation, agent.engine)
+        except Exception as exc:  # said, never lost in a worker
+            app.report(exc, "/cost failed: ")
+            return
         app.view.mount(UsageView(turns, app.usage.totals(), parts, used, agent.engine.info.context_window, prices))
         app.view.scroll_end(animate=False)
 
@@ -47,6 +51,9 @@ def show_usage(app: CommandHost, arg: str) -> None:
 
 def pick_session(app: CommandHost, resume: Callable[[str], None]) -> None:
     """`/resume` without an id: the picker; `resume(id)` with the chosen session."""
+    from clover_code.ui.tui.session_list import list_sessions, preview
+    from clover_code.ui.tui.widgets.session_picker import SessionPicker
+
     session = app.agent.session if app.agent is not None else None
     sessions = list_sessions(app.cwd, exclude=session.id if session is not None else None)
     if not sessions:

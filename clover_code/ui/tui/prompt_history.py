@@ -13,6 +13,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 MAX_ENTRIES = 2_000  # kept; the file is rewritten down to this when it grows past 1.5x
 MAX_PROMPT_CHARS = 20_000  # a larger prompt (a huge paste) is not worth replaying
@@ -96,10 +97,10 @@ class PromptHistory:
                                      float(at) if isinstance(at, (int, float)) else 0.0))
         return entries
 
-    def _open(self, mode: str):
+    def _open(self, mode: str) -> TextIO:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode == "a" else os.O_TRUNC), 0o600)
-        return os.fdopen(fd, mode if mode == "a" else "w", encoding="utf-8")
+        return os.fdopen(fd, "a" if mode == "a" else "w", encoding="utf-8")
 
     def _rewrite(self) -> None:
         tmp = self.path.with_suffix(".tmp")

@@ -12,11 +12,12 @@ import asyncio
 
 from clover_code.agent.events import Redone, Rewound
 from clover_code.ui.tui.command_host import CommandHost
-from clover_code.ui.tui.widgets.rewind_picker import RewindPicker, TurnChoice
 
 
 def open_picker(app: CommandHost, arg: str = "") -> None:
     """`/undo [N]`: the picker, or straight to message N (as the picker numbers them)."""
+    from clover_code.ui.tui.widgets.rewind_picker import RewindPicker, TurnChoice  # not before first paint
+
     agent = app.agent
     if agent is None:
         return

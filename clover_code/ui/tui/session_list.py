@@ -69,8 +69,8 @@ def _first_message(path: Path) -> str:
             data = json.loads(line)
         except ValueError:
             continue
-        if isinstance(data, dict) and data.get("type") == "UserMessage" and isinstance(data.get("text"), str):
-            return data["text"]
+        if isinstance(data, dict) and data.get("type") == "UserMessage" and isinstance(text := data.get("text"), str):
+            return text
     return ""
 
 

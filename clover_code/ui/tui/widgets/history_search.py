@@ -1,21 +1,19 @@
 """HistorySearch: Ctrl+R over the prompts sent before (this and earlier sessions).
 
 A search line and the matching prompts, newest first, above the editor. Typing narrows,
-Up/Down (or Ctrl+R again) move, Enter puts the chosen prompt in the editor, Esc leaves the
-editor as it was. The prompts come from a function, so the widget never reads a file.
+Up/Down (or Ctrl+R again) move, Enter chooses, Esc closes without choosing; `done(text or
+None)` is told which. The prompts come from a function, so the widget never reads a file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.message import Message
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
@@ -38,13 +36,10 @@ class HistorySearch(Vertical):
         Binding("ctrl+r", "move(1)", show=False), Binding("escape", "close", show=False),
     ]
 
-    @dataclass
-    class Chosen(Message):
-        text: str | None  # None: closed without choosing
-
-    def __init__(self, search: Callable[[str], list[str]], *, id: str | None = None) -> None:
+    def __init__(self, search: Callable[[str], list[str]], done: Callable[[str | None], None], *,
+                 id: str | None = None) -> None:
         super().__init__(id=id)
-        self.search = search
+        self.search, self.done = search, done
         self.found: list[str] = []
 
     def compose(self) -> ComposeResult:
@@ -96,7 +91,7 @@ class HistorySearch(Vertical):
 
     def _finish(self, text: str | None) -> None:
         self.remove_class("-open")
-        self.post_message(self.Chosen(text))
+        self.done(text)
 
 
 def _preview(text: str, query: str) -> Text:

@@ -2,8 +2,9 @@
 
 Mounted in the card itself, beside the folded body, so it shows while the card is folded;
 removed when the result arrives (the card's body then holds the output the model read).
-Output arrives in pieces (ToolOutput, at most 20 a second); only the last TAIL_LINES lines
-are kept and drawn, however much the command prints.
+Output arrives in pieces (ToolOutput, at most 10 a second); only the last TAIL_LINES lines
+are kept, however much the command prints, and they are redrawn at most DRAW_EVERY_S: more
+is more than anyone reads, and each redraw is paint a streaming reply shares.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from textual.widget import Widget
 from clover_code.ui.terminal_text import visible
 
 TAIL_LINES = 6
+DRAW_EVERY_S = 0.25
 MAX_LINE_CHARS = 400  # of one kept line: a progress bar without newlines is still one line
 
 
 class LiveOutput(Widget):
     DEFAULT_CSS = """
-    LiveOutput { height: auto; max-height: 7; padding: 0 0 0 2; color: $text-muted; }
+    LiveOutput { height: 1; padding: 0 0 0 2; color: $text-muted; }
+    LiveOutput.-output { height: 7; }
     """
 
     def __init__(self) -> None:
@@ -30,9 +33,18 @@ class LiveOutput(Widget):
         self.lines: list[str] = []
         self.partial = ""  # the last line, not ended yet
         self.total_lines = 0
+        self._dirty = False
+        self._ticks = 0
 
     def on_mount(self) -> None:
-        self.set_interval(1.0, self.refresh)  # the elapsed time moves on without output too
+        self.set_interval(DRAW_EVERY_S, self._tick)
+
+    def _tick(self) -> None:
+        self._ticks += 1
+        every_second = self._ticks % round(1 / DRAW_EVERY_S) == 0  # the elapsed time moves on without output too
+        if self._dirty or every_second:
+            self._dirty = False
+            self.refresh()
 
     def append(self, text: str) -> None:
         text = text.replace("\r\n", "\n")
@@ -40,13 +52,13 @@ class LiveOutput(Widget):
         self.partial = _last_redraw(pieces.pop())[-MAX_LINE_CHARS:]
         self.total_lines += len(pieces)
         self.lines = (self.lines + [_last_redraw(p)[-MAX_LINE_CHARS:] for p in pieces[-TAIL_LINES:]])[-TAIL_LINES:]
-        self.refresh(layout=self.size.height < self._height())
+        self._dirty = True
+        # Its full height at the first output, once: a height that grew line by line would
+        # re-lay out the screen per line, and that is paid by the reply streaming below.
+        self.set_class(True, "-output")
 
     def _shown(self) -> list[str]:
         return (self.lines + [self.partial] if self.partial else self.lines)[-TAIL_LINES:]
-
-    def _height(self) -> int:
-        return 1 + len(self._shown())
 
     def render(self) -> Text:
         elapsed = time.monotonic() - self.started
