@@ -49,4 +49,4 @@ class AgentFailed(Message):
 @dataclass
 class ApprovalRequested(Message):
     request: ApprovalNeeded
-    answer: asyncio.Future
+    answer: asyncio.Future[str]  # the ApprovalAnswer chosen

@@ -20,9 +20,9 @@ def cells(step: DenoiseStep) -> Text:
             text.append("█", style="#5f9f6f")
         else:
             text.append("░", style="#555555")
-    done = sum(step.resolved)
+    resolved = sum(step.resolved)
     text.append(f"  block {step.block_index}  pass {step.step}  "
-                f"{done}/{len(step.resolved)} resolved  (+{len(step.newly)})", style="dim")
+                f"{resolved}/{len(step.resolved)} resolved  (+{len(step.newly)})", style="dim")
     return text
 
 

@@ -17,6 +17,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Size
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widget import Widget
 
 from clover_code.ui.terminal_text import visible
@@ -48,7 +49,7 @@ class MarkdownBlock(Widget):
         self._width = -1  # width the cached lines were rendered at
         self._height = 0  # height last reported to layout
         self._fresh_from: int | None = None
-        self._fresh_timer = None
+        self._fresh_timer: Timer | None = None
         self._styled: dict[int, Strip] = {}  # finished strips by line, until something changes
         self._stale = True  # text changed since the lines were rendered
         self._rendered_segments = 0  # settled parts already in self._settled
@@ -165,7 +166,7 @@ class MarkdownBlock(Widget):
     # --- the newest block's highlight ------------------------------------------------------
     def _mark_fresh(self, old_lines: list[Strip], same: int) -> None:
         """Tint from the first line that changed; lines before `same` are known unchanged."""
-        for old, new in zip(old_lines[same:], self._lines[same:]):
+        for old, new in zip(old_lines[same:], self._lines[same:], strict=False):  # the text may have grown
             if old.text != new.text:
                 break
             same += 1

@@ -105,7 +105,8 @@ class ToolCard(Collapsible):
         self.seconds: float | None = None
         self.exit_code: int | None = None
         self._body = Static(arguments_view(call), classes="tool-body")
-        super().__init__(self._body, title=self._heading(), collapsed=True)
+        # Textual types title as str; Content is shown as it is, never parsed as markup.
+        super().__init__(self._body, title=self._heading(), collapsed=True)  # type: ignore[arg-type]
 
     def _heading(self) -> Content:
         symbol, _ = _STATUS[self.status]
@@ -118,7 +119,7 @@ class ToolCard(Collapsible):
         self.status = status
         if seconds is not None:
             self.seconds = seconds
-        self.title = self._heading()
+        self.title = self._heading()  # type: ignore[assignment]  # Content, as in __init__
         for name in _STATUS:
             self.set_class(name == status, f"-{name}")
 
