@@ -222,7 +222,7 @@ class Output:
 
     def event(self, event: ev.Event) -> None:
         self.tally.add(event)
-        if self.fmt == "stream-json":
+        if self.fmt == "stream-json" and not isinstance(event, ev.TRANSIENT_EVENTS):  # as the session log has them
             self.emit(self.json_line(ev.to_json(event)))
         self.progress(event)
 

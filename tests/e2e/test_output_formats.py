@@ -46,6 +46,7 @@ def test_stream_json_one_event_per_line(task_repo, clover):
     assert types[-2:] == ["TurnFinished", "Result"]
     assert RESULT_KEYS <= events[-1].keys()
     assert types.count("ToolStarted") == types.count("ToolFinished") == events[-1]["tool_calls"] == 3
+    assert "ToolOutput" not in types  # the same events as the session log: a command's output is in ToolFinished
     first_block = next(e for e in events if e["type"] == "BlockCommitted")["block"]
     assert {"text", "tokens", "forward_passes", "seconds_since_start"} <= first_block.keys()
     # Blocks go to stdout as events, so stderr carries no model text.

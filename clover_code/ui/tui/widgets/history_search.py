@@ -8,11 +8,12 @@ None)` is told which. The prompts come from a function, so the widget never read
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
@@ -31,7 +32,7 @@ class HistorySearch(Vertical):
     HistorySearch > OptionList, HistorySearch > OptionList:focus { height: auto; max-height: 8; border: none;
                                                                    padding: 0; }
     """
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "move(-1)", show=False), Binding("down", "move(1)", show=False),
         Binding("ctrl+r", "move(1)", show=False), Binding("escape", "close", show=False),
     ]

@@ -8,10 +8,11 @@ Dismisses with the chosen turn's index, or None.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
@@ -36,7 +37,7 @@ class RewindPicker(ModalScreen[int | None]):
     RewindPicker OptionList, RewindPicker OptionList:focus { height: auto; max-height: 20; border: none; }
     RewindPicker .legend { color: $text-muted; }
     """
-    BINDINGS = [Binding("escape", "dismiss(None)", "close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "close")]
 
     def __init__(self, turns: list[TurnChoice]) -> None:
         super().__init__()

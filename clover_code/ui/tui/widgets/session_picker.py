@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
@@ -32,7 +33,7 @@ class SessionPicker(ModalScreen[str | None]):
     SessionPicker VerticalScroll { height: 1fr; border-top: solid $panel-lighten-2; }
     SessionPicker .legend { color: $text-muted; }
     """
-    BINDINGS = [Binding("escape", "dismiss(None)", "close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "close")]
 
     def __init__(self, sessions: list[SessionSummary], preview: Callable[[Path], str]) -> None:
         super().__init__()
