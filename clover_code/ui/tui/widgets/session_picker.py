@@ -68,6 +68,8 @@ class SessionPicker(ModalScreen[str | None]):
         current = options.highlighted
         if current is not None and self.sessions[current].path == path:  # a later highlight wins
             self.query_one("#preview", Static).update(Text(visible(text)))
+            scroll = self.query_one(VerticalScroll)  # at the latest messages: where resuming goes on
+            self.call_after_refresh(scroll.scroll_end, animate=False)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
