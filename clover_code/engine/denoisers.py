@@ -20,8 +20,9 @@ attention) are read in props.py; segments.py says where the attention segments g
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -30,8 +31,20 @@ from clover_code.engine.linear_state import LinearSplit, capture
 from clover_code.engine.prefix_cache import DEFAULT_PREFIX_CACHE_MB, PrefixCache
 from clover_code.engine.prefix_state import PrefixState, drop_kv_tail, new_state, storage_bytes, usable_prefix
 from clover_code.engine.props import (  # noqa: F401  (re-exported: the engine's one import site)
-    ATTENTION_TYPES, HYBRID_TYPES, SUPPORTED_TYPES, CheckpointProps, checkpoint_kind, read_props, turn_mark_ids)
+    ATTENTION_TYPES,
+    HYBRID_TYPES,
+    SUPPORTED_TYPES,
+    CheckpointProps,
+    checkpoint_kind,
+    read_props,
+    turn_mark_ids,
+)
 from clover_code.engine.segments import Segment, commit_segments, segment_mask
+
+if TYPE_CHECKING:
+    from transformers import DynamicCache, PreTrainedModel
+
+    from clover_code.engine.linear_state import LinearState
 
 PREFILL_CHUNK = 1024  # tokens per prefill pass: bounds the additive mask to [chunk, past + chunk]
 CHECKPOINT_SPACING = 256  # a hybrid checkpoints a long prompt every this many tokens (then thinned)
@@ -59,13 +72,14 @@ class ModelDenoiser:
     spends a pass of its own on every commit (the unfused path, kept to measure against).
     Hybrids keep linear-state checkpoints (checkpoints.py) within `checkpoint_bytes`."""
 
-    def __init__(self, model, props: CheckpointProps, kind: str, *, fuse: bool = True,
+    def __init__(self, model: PreTrainedModel, props: CheckpointProps, kind: str, *, fuse: bool = True,
                  checkpoint_bytes: int = DEFAULT_CHECKPOINT_MB << 20,
                  max_block_checkpoints: int = DEFAULT_MAX_BLOCK_CHECKPOINTS,
                  prefix_cache_bytes: int = DEFAULT_PREFIX_CACHE_MB << 20, turn_marks: frozenset[int] = frozenset()):
         self.model, self.props, self.kind, self.fuse = model, props, kind, fuse
         self.text_config = model.config.get_text_config()
-        self.head = model.get_output_embeddings()
+        # transformers leaves get_output_embeddings unannotated; it is the LM head (a Module).
+        self.head: torch.nn.Module = model.get_output_embeddings()  # type: ignore[no-untyped-call]
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
         self.split = LinearSplit(model) if kind == "hybrid" else None
@@ -82,7 +96,7 @@ class ModelDenoiser:
         return self.state.tokens
 
     @property
-    def cache(self):
+    def cache(self) -> DynamicCache:
         return self.state.cache
 
     def reset(self) -> None:
@@ -114,7 +128,7 @@ class ModelDenoiser:
             self._commit_piece(piece, segments)
         return len(pieces)
 
-    def report(self) -> dict:
+    def report(self) -> dict[str, int]:
         """Prefix-state figures for logs and benchmarks (sizes in bytes)."""
         return {"prefix_tokens": len(self.state.tokens), "prefix_bytes": storage_bytes(self.state.storage()),
                 **self.state.checkpoints.report(), **self.pool.report(self.state)}
@@ -130,6 +144,7 @@ class ModelDenoiser:
         if commit is None:
             logits = self._forward(block, [(size, True)], list(range(size - shift)), keep=0)  # [L - shift, V]
             if shift:
+                assert self.state.last_logits is not None  # set by every pass over the prefix (logits_shift=1)
                 logits = torch.cat([self.state.last_logits[None], logits])  # [L, V]
             return logits, passes + 1
         *head, (piece, segments) = self._pieces(commit)
@@ -151,8 +166,9 @@ class ModelDenoiser:
         mask = segment_mask(segments, past, self.dtype, self.device)  # [1, 1, T, past + T]
         positions = torch.arange(past, past + total, device=self.device)[None]  # [1, T]
         cuts = self._cuts(past, keep)
-        needed = self.split is not None and (cuts or keep < total)
-        split = self.split.folding(self.state.cache, keep, cuts) if needed else nullcontext({})
+        split: AbstractContextManager[dict[int, LinearState]] = nullcontext({})
+        if self.split is not None and (cuts or keep < total):
+            split = self.split.folding(self.state.cache, keep, cuts)
         with split as captured:
             out = self.model.base_model(input_ids=ids[None], attention_mask=self._mask_arg(mask),
                                         position_ids=positions, cache=self.state.cache, use_cache=True)
@@ -160,7 +176,8 @@ class ModelDenoiser:
         for at, linear in captured.items():
             self.state.checkpoints.add(past + at, linear, "turn" if past + at in self._turns else "block")
         hidden = out.last_hidden_state[0, rows]  # [R, H]
-        return self.head(hidden).float()  # [R, V]
+        logits: torch.Tensor = self.head(hidden)
+        return logits.float()  # [R, V]
 
     def _cuts(self, past: int, keep: int) -> tuple[int, ...]:
         """Where, within a pass that keeps `keep` tokens, a hybrid checkpoints its linear states:
@@ -185,7 +202,7 @@ class ModelDenoiser:
             points = {p - p % self.props.block_size for p in points}
         return {p for p in points if p > keep}
 
-    def _mask_arg(self, mask: torch.Tensor):
+    def _mask_arg(self, mask: torch.Tensor) -> torch.Tensor | dict[str, torch.Tensor | None]:
         layer_types = getattr(self.text_config, "layer_types", None)
         if not layer_types:
             return mask
@@ -204,7 +221,9 @@ class ModelDenoiser:
         for n, both in self._commit_segments(tokens.shape[0]):
             step = n if both else PREFILL_CHUNK
             flat += [(min(step, n - i), both) for i in range(0, n, step)]
-        pieces, start, group = [], 0, []
+        pieces: list[tuple[torch.Tensor, list[Segment]]] = []
+        group: list[Segment] = []
+        start = 0
         for seg in flat:
             if group and sum(n for n, _ in group) + seg[0] > PREFILL_CHUNK:
                 count = sum(n for n, _ in group)

@@ -12,10 +12,14 @@ included, shared storage counted once) passes the budget; the active one always 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING
 
 from clover_code.engine.prefix_state import PrefixState, cut, fork, storage_bytes
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
 
 DEFAULT_PREFIX_CACHE_MB = 8192  # Clover on one GPU: a 32K-token conversation is ~0.7 GB of KV + its checkpoints
 
@@ -32,10 +36,11 @@ class PrefixCache:
     def __init__(self, budget_bytes: int = DEFAULT_PREFIX_CACHE_MB << 20):
         self.budget = budget_bytes
         self.parked: list[PrefixState] = []  # least recently used first
-        self._parked_parts: dict | None = None  # storage of the parked states (they never change while parked)
+        # storage of the parked states (they never change while parked): key -> bytes
+        self._parked_parts: dict[object, int] | None = None
 
     def take(self, active: PrefixState, prompt: list[int], usable: Callable[[PrefixState, list[int]], int],
-             fresh: Callable[[], PrefixState], text_config) -> Match:
+             fresh: Callable[[], PrefixState], text_config: PretrainedConfig) -> Match:
         """The state to decode `prompt` against, holding exactly its first `keep` tokens."""
         candidates = [active, *reversed(self.parked)]  # ties go to the active, then the most recent
         keep, best = max(((usable(s, prompt), s) for s in candidates), key=lambda x: x[0])
@@ -71,7 +76,7 @@ class PrefixCache:
         parts.update(active.storage())
         return storage_bytes(parts.items())
 
-    def report(self, active: PrefixState) -> dict:
+    def report(self, active: PrefixState) -> dict[str, int]:
         return {"conversations": 1 + len(self.parked), "cache_bytes": self.nbytes(active),
                 "cache_budget_bytes": self.budget}
 

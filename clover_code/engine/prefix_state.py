@@ -11,19 +11,26 @@ pass; `storage()` names each storage so that shared ones are counted once.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, TypeGuard
 
 import torch
 
 from clover_code.engine.checkpoints import Checkpoints
-from clover_code.engine.linear_state import linear_layer_ids, restore
+from clover_code.engine.linear_state import is_linear, linear_layer_ids, restore
 from clover_code.engine.segments import grid_cut
+
+if TYPE_CHECKING:
+    from transformers import DynamicCache, PretrainedConfig
+    from transformers.cache_utils import DynamicLayer
+
+    from clover_code.engine.props import CheckpointProps
 
 
 @dataclass
 class PrefixState:
-    cache: object  # transformers DynamicCache
+    cache: DynamicCache
     checkpoints: Checkpoints
     tokens: list[int] = field(default_factory=list)  # ids whose state the cache holds
     boundaries: list[int] = field(default_factory=lambda: [0])  # prefix lengths at segment ends
@@ -33,12 +40,13 @@ class PrefixState:
         """(key, bytes) of every storage this state holds; equal keys are one storage (a view,
         keys/values shared with a fork, a checkpoint shared with one)."""
         for layer in self.cache.layers:
-            if hasattr(layer, "recurrent_states"):
-                tensors = [t for t in (*layer.conv_states.values(), *layer.recurrent_states.values())
-                           if t is not None]
+            if is_linear(layer):
+                tensors = [*layer.conv_states.values(), *layer.recurrent_states.values()]
             else:
-                tensors = [layer.keys, layer.values] if getattr(layer, "is_initialized", False) else []
+                tensors = [layer.keys, layer.values] if kv_layer(layer) else []
             for t in tensors:
+                if t is None:  # a state never set
+                    continue
                 storage = t.untyped_storage()
                 yield (t.device, storage.data_ptr()), storage.nbytes()
         for point in self.checkpoints.points.values():
@@ -47,7 +55,17 @@ class PrefixState:
             yield id(self.last_logits), self.last_logits.nbytes
 
 
-def new_state(text_config, checkpoints: Checkpoints) -> PrefixState:
+def kv_layer(layer: object) -> TypeGuard[DynamicLayer]:
+    """An attention layer's cache that holds keys and values (a linear layer's holds states)."""
+    return not is_linear(layer) and bool(getattr(layer, "is_initialized", False))
+
+
+def attention_layer(layer: object) -> TypeGuard[DynamicLayer]:
+    """An attention layer's cache, keys and values held or not."""
+    return not is_linear(layer)
+
+
+def new_state(text_config: PretrainedConfig, checkpoints: Checkpoints) -> PrefixState:
     from transformers import DynamicCache
 
     return PrefixState(DynamicCache(config=text_config), checkpoints)
@@ -58,12 +76,12 @@ def storage_bytes(parts: Iterable[tuple[object, int]]) -> int:
     return sum(dict(parts).values())
 
 
-def drop_kv_tail(cache, count: int) -> None:
+def drop_kv_tail(cache: DynamicCache, count: int) -> None:
     """Forget the last `count` positions of every attention layer (linear layers untouched)."""
     if count <= 0:
         return
     for layer in cache.layers:
-        if not hasattr(layer, "recurrent_states") and getattr(layer, "is_initialized", False):
+        if kv_layer(layer):
             layer.crop(-count)
 
 
@@ -74,7 +92,10 @@ def cut(state: PrefixState, keep: int) -> None:
         return
     ids = linear_layer_ids(state.cache)
     if keep == 0:
-        state.cache.reset() if ids else drop_kv_tail(state.cache, len(state.tokens))
+        if ids:
+            state.cache.reset()  # type: ignore[no-untyped-call]  # transformers leaves Cache.reset unannotated
+        else:
+            drop_kv_tail(state.cache, len(state.tokens))
     else:
         drop_kv_tail(state.cache, len(state.tokens) - keep)
         if ids:
@@ -97,7 +118,7 @@ def common_length(a: list[int], b: list[int], limit: int, chunk: int = 4096) -> 
     return min(start, limit)
 
 
-def usable_prefix(state: PrefixState, prompt: list[int], props, hybrid: bool) -> int:
+def usable_prefix(state: PrefixState, prompt: list[int], props: CheckpointProps, hybrid: bool) -> int:
     """How many leading tokens of `prompt` `state` can serve, exactly as a cold encoding would
     have them: at most all but the last prompt token (its logits start the first block), on
     the prompt's own block grid for a block-causal prefix, and for a hybrid cut back only to
@@ -110,14 +131,14 @@ def usable_prefix(state: PrefixState, prompt: list[int], props, hybrid: bool) ->
     return keep
 
 
-def fork(state: PrefixState, keep: int, text_config) -> PrefixState:
+def fork(state: PrefixState, keep: int, text_config: PretrainedConfig) -> PrefixState:
     """A new state holding `state`'s first `keep` tokens; `state` is left as it was. Keys and
     values are shared views; linear states come from the checkpoint at `keep`."""
     child = new_state(text_config, state.checkpoints.copy_until(keep))
     if keep == 0:
         return child
-    for mine, theirs in zip(child.cache.layers, state.cache.layers):
-        if not hasattr(theirs, "recurrent_states") and getattr(theirs, "is_initialized", False):
+    for mine, theirs in zip(child.cache.layers, state.cache.layers, strict=False):
+        if kv_layer(theirs) and theirs.keys is not None and theirs.values is not None and attention_layer(mine):
             keys, values = theirs.keys[..., :keep, :], theirs.values[..., :keep, :]  # [B, H, keep, D]
             mine.lazy_initialization(keys, values)
             mine.keys, mine.values = keys, values
