@@ -11,12 +11,25 @@ text every continuation starts with.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from clover_code.engine.call_format import CallFormat
-from clover_code.engine.json_grammar import (OPEN_OBJECT, Allowed, Feed, Frame, JsonRules, Lit, Node, Schemas, Stack, Step,
-                                             Str, Value, _top)
+from clover_code.engine.json_grammar import (
+    OPEN_OBJECT,
+    Allowed,
+    Feed,
+    Frame,
+    JsonRules,
+    Lit,
+    Node,
+    Schemas,
+    Stack,
+    Step,
+    Str,
+    Value,
+    _top,
+)
 from clover_code.engine.toolcalls import CLOSE, OPEN
 
 FORCED_LIMIT = 256  # characters of forced text looked at once

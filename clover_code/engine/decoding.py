@@ -23,8 +23,9 @@ is exactly the plain one above.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Callable, Generator, Protocol
+from typing import Protocol
 
 import torch
 
@@ -134,7 +135,7 @@ def select_commits(confidence: list[float], active: list[bool], threshold: float
     """Positions to commit: the active ones at or above the threshold; with none, the single
     most confident active one. (Plain lists: a block is 32 numbers, and a torch op per check
     cost more than the rest of a step outside the forward pass.)"""
-    chosen = [i for i, (c, a) in enumerate(zip(confidence, active)) if a and c >= threshold]
+    chosen = [i for i, (c, a) in enumerate(zip(confidence, active, strict=True)) if a and c >= threshold]
     if not chosen:
         chosen = [max((i for i, a in enumerate(active) if a), key=confidence.__getitem__)]
     return chosen

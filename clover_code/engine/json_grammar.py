@@ -16,8 +16,9 @@ outside an enum. Numeric bounds and longer minimum lengths are left to the tool'
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal, TypeVar
+from typing import Literal, TypeVar
 
 NodeKind = Literal["string", "integer", "number", "boolean", "null", "enum", "array", "object", "union"]
 ANY = 0  # node id of "any JSON value"
@@ -63,7 +64,8 @@ class Str(Frame):  # string content; esc: 0 plain, 1 after a backslash, 10 + k w
 
 
 @dataclass(frozen=True, slots=True)
-class Num(Frame):  # stage: "-", leading "0", integer digits "d", ".", fraction "f", "e", exponent sign "s", exponent "x"
+class Num(Frame):
+    # stage: "-", leading "0", integer digits "d", ".", fraction "f", "e", exponent sign "s", exponent "x"
     stage: str
     integer: bool
 

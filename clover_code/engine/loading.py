@@ -7,9 +7,10 @@ Every failure is an EngineError that says what to check. The model hub is never 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from clover_code.engine import CLOVER_CONTEXT_WINDOW, EngineError
 from clover_code.engine.props import SUPPORTED_TYPES, CheckpointProps, checkpoint_kind, read_props

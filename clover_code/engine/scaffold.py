@@ -20,8 +20,9 @@ set of tools, so an agent's later requests reuse it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from clover_code.engine.call_format import CallFormat
 from clover_code.engine.call_grammar import CallGrammar
@@ -152,7 +153,7 @@ class Scaffold:
 
         probs = torch.softmax(logits[f].float(), dim=-1)  # [V]
         top_p, top_ids = probs.topk(min(CANDIDATES, probs.shape[0]))  # [K], [K]
-        top = list(zip(top_p.tolist(), top_ids.tolist()))
+        top = list(zip(top_p.tolist(), top_ids.tolist(), strict=True))
         allowed = [(p, t) for p, t in top if self.grammar.step(self.state, t) is not None]
         outside = max(0.0, 1.0 - sum(p for p, _ in top))  # mass beyond the candidates, counted as allowed
         if not allowed:

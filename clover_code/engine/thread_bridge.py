@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import AsyncGenerator, Callable, Generic, Iterator, TypeVar
+from collections.abc import AsyncGenerator, Callable, Iterator
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 A = TypeVar("A")

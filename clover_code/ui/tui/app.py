@@ -14,17 +14,32 @@ import time
 from collections import deque
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from textual import events, on, work
 from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import TextArea
 from textual.worker import Worker, WorkerState
 
 from clover_code.agent.events import (
-    ApprovalAnswered, ApprovalNeeded, BlockCommitted, Compacted, ErrorEvent, Event, Notice, Redone, Rewound,
-    TextDelta, ToolCallParsed, ToolFinished, ToolOutput, ToolStarted, TurnFinished, UserMessage, UserShell,
+    ApprovalAnswered,
+    ApprovalNeeded,
+    BlockCommitted,
+    Compacted,
+    ErrorEvent,
+    Event,
+    Notice,
+    Redone,
+    Rewound,
+    TextDelta,
+    ToolCallParsed,
+    ToolFinished,
+    ToolOutput,
+    ToolStarted,
+    TurnFinished,
+    UserMessage,
+    UserShell,
     error_source,
 )
 from clover_code.agent.permissions import rule_for_always
@@ -33,14 +48,19 @@ from clover_code.engine import DenoiseStep
 from clover_code.settings import Settings
 from clover_code.ui.launch import AgentBuilder
 from clover_code.ui.terminal_text import visible
-from clover_code.ui.tui.command_host import Severity
 from clover_code.ui.tui import live_shell, rewind
+from clover_code.ui.tui.command_host import Severity
 from clover_code.ui.tui.commands import HELP, other_sessions_note, run_command, set_mode, workspace_paths
 from clover_code.ui.tui.completion import Completer, commands_from_help
-from clover_code.ui.tui.feature_commands import next_mode
 from clover_code.ui.tui.errors import describe_error
+from clover_code.ui.tui.feature_commands import next_mode
 from clover_code.ui.tui.messages import (
-    AgentFailed, AgentReady, ApprovalRequested, EventsPending, LoadRequest, StepPending,
+    AgentFailed,
+    AgentReady,
+    ApprovalRequested,
+    EventsPending,
+    LoadRequest,
+    StepPending,
 )
 from clover_code.ui.tui.prompt_history import PromptHistory
 from clover_code.ui.tui.session_stats import SessionStats
@@ -56,9 +76,9 @@ from clover_code.ui.tui.widgets.status_bar import StatusBar, short_model
 from clover_code.ui.tui.widgets.tool_card import parse_arguments
 
 if TYPE_CHECKING:  # types only: the first paint must not wait for the agent's imports
-    from clover_code.ui.tui.widgets.history_search import HistorySearch
     from clover_code.agent.loop import Agent
     from clover_code.agent.permissions import Approver
+    from clover_code.ui.tui.widgets.history_search import HistorySearch
 
 # agent_factory(approver, resume) -> Agent. May take long (it can load a model): runs in a thread.
 AgentFactory = Callable[["Approver", "str | None"], "Agent"]
@@ -72,7 +92,7 @@ T = TypeVar("T")
 class CloverApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "clover-code"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "cancel", priority=True),
         Binding("ctrl+c", "interrupt", "clear / cancel / quit (twice)", priority=True),
         Binding("f2", "toggle_denoise", "denoise view"),

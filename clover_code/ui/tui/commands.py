@@ -8,18 +8,19 @@ workers so the screen stays live; failures become notes, never tracebacks.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from rich.syntax import Syntax
 from textual.widgets import Static
 
 from clover_code.settings import APPROVAL_MODES, ApprovalMode
-from clover_code.ui.terminal_text import visible
 from clover_code.tools import ToolError
 from clover_code.tools.sandbox.gitrun import Git
 from clover_code.tools.workspace.checkpoints import other_sessions_notice
 from clover_code.tools.workspace.live_sessions import LiveSession
+from clover_code.ui.terminal_text import visible
 from clover_code.ui.tui import feature_commands, rewind
 from clover_code.ui.tui.command_host import CommandHost
 

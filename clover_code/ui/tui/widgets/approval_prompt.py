@@ -8,13 +8,13 @@ in view, and the legend says how much is below.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.console import RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
@@ -35,7 +35,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
     ApprovalPrompt > #approval-body { height: auto; max-height: 60vh; scrollbar-size-vertical: 1; }
     ApprovalPrompt > #approval-legend { height: auto; }
     """
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer('y')", "yes, once"),
         Binding("a", "answer('a')", "always"),
         Binding("n", "answer('n')", "no"),

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
 
 from textual import events
 from textual.content import Content
@@ -199,7 +200,8 @@ class InputEditor(TextArea):
         if not found:
             self.border_subtitle = _literal(f"no file matches @{prefix}")
             return True
-        common = os.path.commonprefix(found) if all(p.startswith(prefix) for p in found) else prefix
+        # a string prefix on purpose: completion extends what was typed, character by character
+        common = os.path.commonprefix(found) if all(p.startswith(prefix) for p in found) else prefix  # noqa: RUF071
         if len(found) == 1:
             common = found[0] + " "
         if len(common) > len(prefix):

@@ -145,7 +145,7 @@ def render_status(info: StatusInfo, width: int | None = None) -> Text:
     by_need = sorted(range(len(parts)), key=lambda i: parts[i].keep)
 
     def chosen() -> list[Text]:
-        return [p.forms[f] for p, f in zip(parts, form) if f < len(p.forms)]
+        return [p.forms[f] for p, f in zip(parts, form, strict=True) if f < len(p.forms)]
 
     def length() -> int:
         shown = chosen()
