@@ -1,8 +1,8 @@
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -89,7 +89,7 @@ def reply_with_second_call_cut(block_size: int) -> str:
         before = "Reading it." + " word" * filler + " " + first + " Then "
         text = before + second + " Done."
 
-        def block_at(offset: int) -> int:  # the block holding the character at `offset`
+        def block_at(offset: int, text: str = text) -> int:  # the block holding the character at `offset`
             return (len(split_tokens(text[:offset + 1])) - 1) // block_size
 
         end_first, start_second = len("Reading it." + " word" * filler + " " + first) - 1, len(before)

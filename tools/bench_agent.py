@@ -29,19 +29,20 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_machine import machine_info  # noqa: E402
+
 from clover_code.agent import events as ev  # noqa: E402
 from clover_code.agent.permissions import approver_for_mode  # noqa: E402
-from clover_code.wiring.assemble import build_agent  # noqa: E402
-from clover_code.settings import Settings  # noqa: E402
 from clover_code.engine.scripted import ScriptedEngine  # noqa: E402
-from bench_machine import machine_info
+from clover_code.settings import Settings  # noqa: E402
+from clover_code.wiring.assemble import build_agent  # noqa: E402
 
 GOALS = {"loop_overhead_ms": 5.0, "first_tool_start_ms": 10.0}
 FILLER = " ".join(f"word{i}" for i in range(96))  # three more 32-token blocks after the call
 
 
 def call(path: str) -> str:
-    return '<tool_call>{"name": "read_file", "arguments": {"path": "%s"}}</tool_call>' % path
+    return f'<tool_call>{{"name": "read_file", "arguments": {{"path": "{path}"}}}}</tool_call>'
 
 
 class TimedEngine(ScriptedEngine):

@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
 from bench_machine import cpu_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -217,14 +218,14 @@ DEMO_MODES = {"none": {"scaffold": False}, "scaffold": {"scaffold": True}, "draf
 def measure_demo() -> dict:
     """The shipped demo checkpoint on real agent sessions (see the module docstring)."""
     import torch
+    from demo_model.families import FAMILIES
+    from demo_model.sessions import GIT_ENV, generate
 
     from clover_code.engine import ChatRequest
     from clover_code.engine.decoding import DecodeOptions, decode_blocks
     from clover_code.engine.embedded import EmbeddedEngine
     from clover_code.models import demo_model
     from clover_code.tools import default_registry
-    from demo_model.families import FAMILIES
-    from demo_model.sessions import GIT_ENV, generate
 
     os.environ.update(GIT_ENV)
     engine = EmbeddedEngine(demo_model(), scaffold=False)
@@ -278,7 +279,8 @@ def demo_modes(requests: list) -> dict:
             "tpf": round(tokens / passes, 2), "tokens_per_s": round(statistics.median(m["tokens"] / m["wall"]
                                                                                        for m in measured), 1),
             "vs_none_tokens_per_s": round(statistics.median(
-                (m["tokens"] / m["wall"]) / (n["tokens"] / n["wall"]) for m, n in zip(measured, runs["none"])), 3),
+                (m["tokens"] / m["wall"]) / (n["tokens"] / n["wall"])
+                for m, n in zip(measured, runs["none"], strict=False)), 3),
             "python_overhead_fraction": round(statistics.median(m["overhead"] for m in measured), 3),
             "forced_share": round(measured[0]["forced"] / tokens, 4),
             "drafted_share": round(measured[0]["drafted"] / tokens, 4), "tokens": tokens, "forward_passes": passes}
@@ -326,9 +328,8 @@ def build_checkpoints(out: Path) -> dict[str, Path]:
 
 def measure(kind: str, folders: dict[str, Path], cases: set[str]) -> dict:
     """One kind's figures: the base case, then the prefix-state cases of bench_states.py."""
-    import torch
-
     import bench_states
+    import torch
 
     if kind == "demo":
         return measure_demo()

@@ -32,9 +32,10 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tools")]
 
+from bench_machine import cpu_model  # noqa: E402
+
 from clover_code.engine import ChatRequest  # noqa: E402
 from clover_code.engine.remote import RemoteEngine  # noqa: E402
-from bench_machine import cpu_model
 
 PROMPT = [{"role": "user", "content": "Write a short note about block diffusion."}]
 
@@ -101,7 +102,7 @@ async def measure(model: Path, runs: int, max_tokens: int, threads: int) -> dict
             a = await arrivals(local, request)
             b = await arrivals(remote, request)
             blocks = len(a)
-            per_block += [rb - la for la, rb in zip(a, b)]
+            per_block += [rb - la for la, rb in zip(a, b, strict=False)]
             firsts.append(b[0] - a[0])
             growth += [(b[i] - b[i - 1]) - (a[i] - a[i - 1]) for i in range(1, min(len(a), len(b)))]
         sessions = await concurrent(url, request, blocks)

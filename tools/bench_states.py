@@ -67,7 +67,7 @@ def fusion(folder) -> dict:
     fused, unfused = figures[True][1:], figures[False][1:]  # the first of each is the warm-up
     return {"tpf_fused": round(fused[0][0], 2), "tpf_unfused": round(unfused[0][0], 2),
             "passes_per_step_fused": round(fused[0][1], 3), "passes_per_step_unfused": round(unfused[0][1], 3),
-            "fused_speedup": round(statistics.median(u[2] / f[2] for f, u in zip(fused, unfused)), 2)}
+            "fused_speedup": round(statistics.median(u[2] / f[2] for f, u in zip(fused, unfused, strict=False)), 2)}
 
 
 def edited_history(folder, tokens: int = 16384) -> dict:
@@ -85,7 +85,7 @@ def edited_history(folder, tokens: int = 16384) -> dict:
             elapsed, _ = stream(engine, chat(edited))
             times[name].append(elapsed)
             reuse[name] = engine.last_reuse
-    ratio = statistics.median(b / a for a, b in zip(times["with"][1:], times["without"][1:]))
+    ratio = statistics.median(b / a for a, b in zip(times["with"][1:], times["without"][1:], strict=False))
     return {"prompt_tokens": reuse["with"].reused + reuse["with"].encoded,
             "edit_turn_s_with_checkpoints": round(statistics.median(times["with"][1:]), 3),
             "edit_turn_s_without": round(statistics.median(times["without"][1:]), 3),

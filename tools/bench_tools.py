@@ -30,17 +30,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_machine import machine_info  # noqa: E402
+
 from clover_code.tools import Registry, ToolContext  # noqa: E402
-from clover_code.tools.code import CodeMaps, RepoMap  # noqa: E402
 from clover_code.tools.code import TOOLS as CODE_TOOLS  # noqa: E402
+from clover_code.tools.code import CodeMaps, RepoMap  # noqa: E402
 from clover_code.tools.search import TOOLS as SEARCH_TOOLS  # noqa: E402
-from clover_code.tools.workspace.listing import rg_binary  # noqa: E402
 from clover_code.tools.workspace import Workspace  # noqa: E402
-from bench_machine import machine_info
+from clover_code.tools.workspace.listing import rg_binary  # noqa: E402
 
 GOALS = {"grep_vs_rg": 1.5, "repo_map_warm_s": 0.2, "checkpoint_s": 0.5}
 NEEDLE = "needle_xyzzy_marker"
-WORDS = "alpha beta gamma delta value result items count index buffer stream parse render".split()
+WORDS = ["alpha", "beta", "gamma", "delta", "value", "result", "items", "count", "index", "buffer", "stream", "parse",
+         "render"]
 
 
 def make_text_tree(root: Path, files: int = 50_000, per_dir: int = 100) -> None:
@@ -65,13 +67,14 @@ def make_python_repo(root: Path, packages: int = 20, modules: int = 100) -> None
         folder.mkdir(parents=True, exist_ok=True)
         others = rnd.sample(names, 3)
         src = [f"from pkg{op}.mod{om} import compute_{op}_{om}, Model{op}x{om}" for op, om in others]
-        src += ["", "", f"class Model{p}x{m}:", f"    def __init__(self, value):", "        self.value = value", ""]
+        src += ["", "", f"class Model{p}x{m}:", "    def __init__(self, value):", "        self.value = value", ""]
         for k in range(3):
             src += [f"    def method_{k}(self, items):", f"        return compute_{p}_{m}(items) + {k}", ""]
         src += ["", f"def compute_{p}_{m}(items):", "    return sum(items)", ""]
         for k, (op, om) in enumerate(others):
             src += ["", f"def helper_{p}_{m}_{k}(items):",
-                    f"    model = Model{op}x{om}(items)", f"    return compute_{op}_{om}(items) + model.method_{k}(items)", ""]
+                    f"    model = Model{op}x{om}(items)",
+                    f"    return compute_{op}_{om}(items) + model.method_{k}(items)", ""]
         (folder / f"mod{m}.py").write_text("\n".join(src))
     git = ["git", "-c", "user.name=b", "-c", "user.email=b@b", "-c", "commit.gpgsign=false"]
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True)
@@ -186,7 +189,8 @@ def main() -> None:
     for key, value in results.items():
         if key not in ("machine", "goals"):
             goal = GOALS.get(key)
-            mark = "" if goal is None else f"  (goal <= {goal}: {'met' if value is not None and value <= goal else 'MISSED'})"
+            met = "met" if value is not None and goal is not None and value <= goal else "MISSED"
+            mark = "" if goal is None else f"  (goal <= {goal}: {met})"
             print(f"{key:>22}  {value}{mark}")
 
 

@@ -33,20 +33,26 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_machine import machine_info
 from textual import events
 from textual._compositor import CompositorUpdate
 from textual.app import App, ComposeResult
 from textual.widgets import Log
 
 from clover_code.agent.events import (
-    BlockCommitted, TextDelta, ToolCallParsed, ToolOutput, ToolStarted, TurnFinished, UserMessage,
+    BlockCommitted,
+    TextDelta,
+    ToolCallParsed,
+    ToolOutput,
+    ToolStarted,
+    TurnFinished,
+    UserMessage,
 )
 from clover_code.agent.output_relay import FLUSH_S
-from clover_code.settings import Settings
 from clover_code.engine import Block, EngineError, ToolCall
+from clover_code.settings import Settings
 from clover_code.ui.tui.app import make_app
 from clover_code.ui.tui.widgets.spinner import SpinnerState
-from bench_machine import machine_info
 
 BLOCK_TOKENS = 32
 SIZE = (120, 40)
@@ -106,7 +112,7 @@ class Latencies:
         self.first_unshown = self.written
 
     def result(self) -> tuple[list[float], float]:
-        ms = [(s - c) * 1000 for c, s in zip(self.commit, self.shown) if s is not None]
+        ms = [(s - c) * 1000 for c, s in zip(self.commit, self.shown, strict=False) if s is not None]
         wall = (max(s for s in self.shown if s) - self.commit[0]) / (self.commit[-1] - self.commit[0])
         return ms, wall
 

@@ -139,8 +139,8 @@ def tokenizer_and_rows(run: Path, tools: list[dict], vocab: int, init_from: Path
     if init_from is not None and not (tok_dir / "tokenizer.json").exists():
         AutoTokenizer.from_pretrained(init_from).save_pretrained(tok_dir)
     if not (tok_dir / "tokenizer.json").exists():
-        from transformers import PreTrainedTokenizerFast
         from tokenizers import Tokenizer, models
+        from transformers import PreTrainedTokenizerFast
 
         from tools.demo_model.chat import CHAT_TEMPLATE
 
@@ -275,7 +275,8 @@ def family_weights(specs: list[str], sessions: list[dict]) -> dict[str, float]:
         except ValueError:
             raise SystemExit(f"--family-weight {spec}: expected FAMILY=WEIGHT, e.g. add-function=2") from None
         if family not in known:
-            raise SystemExit(f"--family-weight {spec}: no {family!r} sessions here (families: {', '.join(sorted(known))})")
+            raise SystemExit(f"--family-weight {spec}: no {family!r} sessions here "
+                             f"(families: {', '.join(sorted(known))})")
         if weights[family] < 0:
             raise SystemExit(f"--family-weight {spec}: a weight is 0 or more")
     if all(weights.get(family, 1.0) == 0 for family in known):
@@ -401,7 +402,7 @@ def cmd_grow(args) -> int:
     try:
         grown = grow(model, args.after)
     except ValueError as error:
-        raise SystemExit(f"grow: {error}")
+        raise SystemExit(f"grow: {error}") from None
     args.out.mkdir(parents=True, exist_ok=True)
     grown.to(torch.float16).save_pretrained(args.out)
     AutoTokenizer.from_pretrained(args.model).save_pretrained(args.out)
@@ -439,7 +440,7 @@ def layer_list(text: str) -> list[int]:
     try:
         return [int(part) for part in text.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: layer indices separated by commas, like 1,3")
+        raise argparse.ArgumentTypeError(f"{text!r}: layer indices separated by commas, like 1,3") from None
 
 
 def cmd_probe(args) -> int:
@@ -470,7 +471,8 @@ def main() -> int:
     sub.choices["data"].add_argument("--count", type=int, default=6000)
     sub.choices["data"].add_argument("--heldout", type=int, default=150)
     sub.choices["data"].add_argument("--slip-rate", type=float, default=SLIP_RATE,
-                                     help="share of sessions with one slip and its recovery (tools/demo_model/sessions.py)")
+                                     help="share of sessions with one slip and its recovery "
+                                          "(tools/demo_model/sessions.py)")
     sub.choices["data"].add_argument("--workers", type=int, default=2)
     t = sub.choices["train"]
     t.add_argument("--steps", type=parse_steps, default=4000,
@@ -486,7 +488,8 @@ def main() -> int:
     t.add_argument("--rename-rate", type=float, default=0.5,
                    help="share of sessions trained with invented names (tools/demo_model/rename.py)")
     t.add_argument("--prefix-rate", type=float, default=0.0,
-                   help="share of sessions trained only up to a random one of their turns (cheaper; favours early turns)")
+                   help="share of sessions trained only up to a random one of their turns "
+                        "(cheaper; favours early turns)")
     t.add_argument("--ar-weight", type=float, default=0.0,
                    help="weight of next-token loss over the clean prefix stream (tools/demo_model/train.py)")
     t.add_argument("--ar-scope", choices=("all", "turns"), default="all",
@@ -539,7 +542,8 @@ def main() -> int:
     c = sub.choices["probe"]
     c.add_argument("--model", type=Path, default=DEFAULT_OUT)
     c.add_argument("--limit", type=int, default=20)
-    c.add_argument("--sessions", type=Path, help="held-out sessions to rename and probe (default: RUN/data/heldout.jsonl)")
+    c.add_argument("--sessions", type=Path,
+                   help="held-out sessions to rename and probe (default: RUN/data/heldout.jsonl)")
     c.add_argument("--threads", type=int, default=1)
     g = sub.add_parser("grow", help="deepen an exported checkpoint (tools/demo_model/grow.py)")
     g.add_argument("--model", type=Path, default=DEFAULT_OUT, help="the exported checkpoint to deepen")

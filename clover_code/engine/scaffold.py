@@ -13,8 +13,9 @@ Per block, the decoding loop (decoding.py) asks the scaffold to
   allowed candidates as its confidence (so it commits at the usual threshold).
 Outside calls, and for string contents inside them, the model's choice stands: the grammar
 rules out only broken structure (quoting, escapes, brackets, tags), unknown tool names and
-keys the schema lacks. `TokenGrammar` memoizes token steps per (state, id), and is kept per
-set of tools, so an agent's later requests reuse it.
+keys the schema lacks. A sampled request (temperature > 0) gets the likeliest allowed token
+where its sample is ruled out. `TokenGrammar` memoizes token steps per (state, id), and is
+kept per set of tools, so an agent's later requests reuse it.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     import torch
 
 CANDIDATES = 64  # likeliest tokens tried at the frontier before scanning the whole vocabulary
-MEMO_LIMIT = 500_000  # token steps remembered per grammar
+MEMO_LIMIT = 200_000  # token steps remembered per grammar (tens of MB at most)
 _RULED_OUT = object()
 
 

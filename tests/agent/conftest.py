@@ -9,8 +9,8 @@ from clover_code.agent.loop import Agent, AgentSettings
 from clover_code.agent.permissions import Permissions
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.tools import Registry, ToolContext, default_registry
-from clover_code.tools.workspace.checkpoints import Checkpoints
 from clover_code.tools.workspace import Workspace
+from clover_code.tools.workspace.checkpoints import Checkpoints
 
 
 @pytest.fixture

@@ -4,9 +4,14 @@ import asyncio
 
 from agent_helpers import call, collect
 
-from clover_code.agent.context import Conversation, SUMMARY_HEADER, digest
+from clover_code.agent.context import SUMMARY_HEADER, Conversation, digest
 from clover_code.agent.events import (
-    BlockCommitted, Compacted, TextDelta, ToolCallParsed, ToolFinished, UserMessage,
+    BlockCommitted,
+    Compacted,
+    TextDelta,
+    ToolCallParsed,
+    ToolFinished,
+    UserMessage,
 )
 from clover_code.engine import Block, ToolCall
 from clover_code.engine.scripted import ScriptedEngine

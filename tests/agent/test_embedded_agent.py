@@ -8,7 +8,12 @@ from agent_helpers import RecordingApprover, collect
 
 from clover_code.agent.context import Conversation
 from clover_code.agent.events import (
-    BlockCommitted, ErrorEvent, ToolCallParsed, ToolFinished, TurnFinished, UserMessage,
+    BlockCommitted,
+    ErrorEvent,
+    ToolCallParsed,
+    ToolFinished,
+    TurnFinished,
+    UserMessage,
 )
 from clover_code.agent.loop import Agent, AgentSettings
 from clover_code.agent.permissions import Permissions
@@ -54,9 +59,9 @@ def test_tiny_checkpoint_drives_the_loop(ckpt, request, git_repo):
 
 def test_build_agent_on_the_embedded_engine(tiny_attention_ckpt, git_repo, tmp_path):
     from clover_code.agent.permissions import ModeApprover
-    from clover_code.wiring.assemble import build_agent
-    from clover_code.settings import Settings
     from clover_code.engine import EngineError
+    from clover_code.settings import Settings
+    from clover_code.wiring.assemble import build_agent
 
     agent = build_agent(Settings(model=str(tiny_attention_ckpt), block_size=16), git_repo, ModeApprover())
     assert agent.engine.info.name == "embedded" and agent.engine.info.block_size == 16

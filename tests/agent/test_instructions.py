@@ -43,8 +43,8 @@ def test_system_prompt_has_facts_and_instructions(git_repo):
 
 def test_built_agent_carries_the_instructions(git_repo, tmp_path):
     from clover_code.agent.permissions import ModeApprover
-    from clover_code.wiring.assemble import build_agent
     from clover_code.settings import Settings
+    from clover_code.wiring.assemble import build_agent
 
     (git_repo / "CLOVER.md").write_text("Always use tabs.")
     (tmp_path / "r.jsonl").write_text('"hi"\n')

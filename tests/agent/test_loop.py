@@ -8,7 +8,12 @@ import time
 from agent_helpers import call, collect, kinds
 
 from clover_code.agent.events import (
-    BlockCommitted, ErrorEvent, ToolCallParsed, ToolFinished, ToolStarted, TurnFinished,
+    BlockCommitted,
+    ErrorEvent,
+    ToolCallParsed,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
 )
 from clover_code.engine.scripted import ScriptedEngine
 

@@ -9,10 +9,10 @@ from agent_helpers import call, collect
 from clover_code.agent.events import BlockCommitted, TurnFinished, from_json, to_json
 from clover_code.agent.permissions import ModeApprover
 from clover_code.agent.session import SessionError, SessionLog
-from clover_code.wiring.assemble import build_agent
-from clover_code.settings import Settings
 from clover_code.engine import EngineError
 from clover_code.engine.scripted import ScriptedEngine
+from clover_code.settings import Settings
+from clover_code.wiring.assemble import build_agent
 
 
 def script(path, *replies) -> str:

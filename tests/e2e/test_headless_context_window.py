@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
-from window_servers import WindowServer, serve_app  # noqa: E402  (the engine tests' fake servers)
+from window_servers import WindowServer, serve_app
 
 NOTES = "".join(f"note {i}: the quick brown fox jumps over the lazy dog\n" for i in range(40))  # ~600 tokens
 READS = [{"name": "read_file", "arguments": {"path": "notes.txt"}}] * 3

@@ -28,7 +28,7 @@ def test_json_prints_one_result_object(task_repo, clover):
     proc = clover("--task", PROMPT, "--cwd", str(repo), "--engine", scripted(TASK), "--output-format", "json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)  # exactly one object, nothing else on stdout
-    assert RESULT_KEYS <= result.keys()
+    assert result.keys() >= RESULT_KEYS
     assert result["exit_code"] == 0 and result["is_error"] is False
     assert isinstance(result["forward_passes"], int) and result["forward_passes"] >= result["blocks"]
     assert result["tpf"] == round(result["tokens"] / result["forward_passes"], 3)
@@ -44,7 +44,7 @@ def test_stream_json_one_event_per_line(task_repo, clover):
     types = [e["type"] for e in events]
     assert types[0] == "UserMessage" and events[0]["text"] == PROMPT.strip()
     assert types[-2:] == ["TurnFinished", "Result"]
-    assert RESULT_KEYS <= events[-1].keys()
+    assert events[-1].keys() >= RESULT_KEYS
     assert types.count("ToolStarted") == types.count("ToolFinished") == events[-1]["tool_calls"] == 3
     assert "ToolOutput" not in types  # the same events as the session log: a command's output is in ToolFinished
     first_block = next(e for e in events if e["type"] == "BlockCommitted")["block"]

@@ -10,9 +10,9 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import uvicorn
 
@@ -66,7 +66,7 @@ class RawServer:
         self.dropped = 0  # responses the client hung up on
         self.url = ""
 
-    async def __aenter__(self) -> "RawServer":
+    async def __aenter__(self) -> RawServer:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
         self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/v1"
         return self

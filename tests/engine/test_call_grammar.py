@@ -15,7 +15,8 @@ EDIT = {"type": "function", "function": {"name": "edit_file", "parameters": {"ty
     "required": ["path", "old_string"]}}}
 SHELL = {"type": "function", "function": {"name": "run_shell", "parameters": {"type": "object", "properties": {
     "command": {"type": "string", "minLength": 1}, "timeout": {"anyOf": [{"type": "number"}, {"type": "null"}]},
-    "mode": {"enum": ["fast", "slow"]}, "env": {"type": "array", "items": {"type": "string"}}}, "required": ["command"]}}}
+    "mode": {"enum": ["fast", "slow"]}, "env": {"type": "array", "items": {"type": "string"}}},
+    "required": ["command"]}}}
 STATUS = {"type": "function", "function": {"name": "git_status", "parameters": {"type": "object", "properties": {}}}}
 TOOLS = [READ, EDIT, SHELL, STATUS]
 DEMO = CallFormat("json", '{"name": "', '", "arguments": ', "}")
@@ -34,7 +35,8 @@ def accepts(grammar: CallGrammar, text: str) -> bool:
 
 def call(name: str, args: dict, fmt: CallFormat = DEMO) -> str:
     if fmt.family == "json":
-        return f"<tool_call>{fmt.head}{name}{fmt.before_args}{json.dumps(args, ensure_ascii=False)}{fmt.tail}</tool_call>"
+        arguments = json.dumps(args, ensure_ascii=False)
+        return f"<tool_call>{fmt.head}{name}{fmt.before_args}{arguments}{fmt.tail}</tool_call>"
     params = "".join(f"{fmt.param_open}{k}{fmt.param_mid}{v}{fmt.param_close}" for k, v in args.items())
     return f"<tool_call>{fmt.head}{name}{fmt.before_args}{params}{fmt.tail}</tool_call>"
 

@@ -13,7 +13,7 @@ MASK, EOS, VOCAB = 0, 1, 8
 def logits_for(tokens: list[int], confidences: list[float]) -> torch.Tensor:
     """Logits `[L, V]` whose softmax puts exactly `confidence` on `token` at each position."""
     rows = []
-    for token, conf in zip(tokens, confidences):
+    for token, conf in zip(tokens, confidences, strict=True):
         rest = max(1 - conf, 1e-9) / (VOCAB - 1)
         row = torch.full((VOCAB,), math.log(rest))
         row[token] = math.log(conf)

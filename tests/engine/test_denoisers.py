@@ -4,13 +4,12 @@ import dataclasses
 
 import pytest
 import torch
+from reference import ReferenceDenoiser
 from transformers import AutoConfig, AutoModelForCausalLM
 
-from clover_code.engine import EngineError
+from clover_code.engine import EngineError, denoisers
 from clover_code.engine.decoding import DecodeOptions, decode_blocks
-from clover_code.engine import denoisers
 from clover_code.engine.denoisers import ModelDenoiser, checkpoint_kind, read_props
-from reference import ReferenceDenoiser
 
 BLOCK = 32
 
@@ -97,7 +96,7 @@ def test_prefix_reuse_keeps_the_common_prefix(loaded):
 
 
 def test_unsupported_model_type_names_the_supported_ones():
-    with pytest.raises(EngineError, match="unsupported model type 'gpt2'.*qwen3_5_moe.*qwen3_next"):
+    with pytest.raises(EngineError, match=r"unsupported model type 'gpt2'.*qwen3_5_moe.*qwen3_next"):
         checkpoint_kind("gpt2")
 
 

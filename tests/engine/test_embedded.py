@@ -130,13 +130,13 @@ def test_stop_strings_cut_and_hold_back_partial_matches():
 def test_bad_input_gets_clear_engine_errors(tmp_path, tiny_attention_ckpt):
     with pytest.raises(EngineError, match="model folder not found"):
         EmbeddedEngine(tmp_path / "nope")
-    with pytest.raises(EngineError, match="no config.json"):
+    with pytest.raises(EngineError, match=r"no config\.json"):
         EmbeddedEngine(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
-    with pytest.raises(EngineError, match="unsupported model type 'gpt2'; supported: .*qwen3_5"):
+    with pytest.raises(EngineError, match=r"unsupported model type 'gpt2'; supported: .*qwen3_5"):
         EmbeddedEngine(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "no_such_model"}))
-    with pytest.raises(EngineError, match="supported model types: .*qwen3"):
+    with pytest.raises(EngineError, match=r"supported model types: .*qwen3"):
         EmbeddedEngine(tmp_path)
     with pytest.raises(EngineError, match="block size must be >= 1"):
         EmbeddedEngine(tiny_attention_ckpt, block_size=0)

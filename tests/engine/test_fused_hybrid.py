@@ -6,12 +6,12 @@ import dataclasses
 
 import pytest
 import torch
+from reference import ReferenceDenoiser, reference_decode
+from test_denoisers import random_block, tiny_config
 from transformers import AutoModelForCausalLM
 
 from clover_code.engine.decoding import DecodeOptions, decode_blocks
 from clover_code.engine.denoisers import ModelDenoiser, checkpoint_kind, read_props
-from reference import ReferenceDenoiser, reference_decode
-from test_denoisers import random_block, tiny_config
 
 SHAPES = [("prompt", 0), ("prompt", 1), ("absolute", 0), ("absolute", 1)]
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
+from serving import RawServer, Reply
+
 from clover_code.engine import ChatRequest
 from clover_code.engine.remote import RemoteEngine
-from serving import RawServer, Reply
 
 TOOLS = [{"type": "function", "function": {"name": "read_file"}}]
 

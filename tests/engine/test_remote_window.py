@@ -12,7 +12,13 @@ from window_servers import WindowServer, serve_app
 from clover_code.engine import ChatRequest, EngineError
 from clover_code.engine.remote import RemoteEngine, probe_context_window
 from clover_code.engine.window import (
-    ASSUMED, ContextOverflow, field_window, ollama_window, props_window, rejection_limits, suggested_window,
+    ASSUMED,
+    ContextOverflow,
+    field_window,
+    ollama_window,
+    props_window,
+    rejection_limits,
+    suggested_window,
 )
 
 TOOLS = [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}]

@@ -2,20 +2,18 @@
 given text: forced tokens cost no pass, commits the grammar rules out are withdrawn, string
 contents stay the model's."""
 
-import json
 
 import pytest
 import torch
+from test_call_grammar import TOOLS, XML_TEMPLATE, call
 from transformers import AutoTokenizer
+from wanting import WantingDenoiser, following
 
 from clover_code.engine.call_format import probe_call_format
 from clover_code.engine.decoding import DecodeOptions, decode_blocks
 from clover_code.engine.scaffold import Grammars, Scaffold
-from clover_code.engine.toolcalls import split_text
 from clover_code.engine.vocabulary import Vocabulary
 from clover_code.models import demo_model
-from test_call_grammar import TOOLS, XML_TEMPLATE, call
-from wanting import WantingDenoiser, following
 
 
 @pytest.fixture(scope="module", params=["json", "xml"])

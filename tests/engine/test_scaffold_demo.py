@@ -7,6 +7,8 @@ import asyncio
 import openai
 import pytest
 import torch
+from reference import reference_decode
+from serving import serve_app
 
 from clover_code.engine import ChatRequest
 from clover_code.engine.embedded import EmbeddedEngine
@@ -14,8 +16,6 @@ from clover_code.engine.server import create_app
 from clover_code.engine.toolcalls import split_text
 from clover_code.models import demo_model
 from clover_code.tools import default_registry
-from reference import reference_decode
-from serving import serve_app
 
 TOOLS = default_registry().schemas()
 NAMES = {t["function"]["name"] for t in TOOLS}
@@ -54,7 +54,9 @@ def calls(text: str):
 
 
 def valid(call) -> bool:
-    return call.call is not None and not isinstance(default_registry().validate(call.call.name, call.call.arguments), str)
+    if call.call is None:
+        return False
+    return not isinstance(default_registry().validate(call.call.name, call.call.arguments), str)
 
 
 @pytest.mark.parametrize("push, strength, wrong", [

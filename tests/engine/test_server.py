@@ -11,12 +11,12 @@ import time
 import httpx
 import openai
 import pytest
+from serving import serve_app
 
 from clover_code.engine import Block, ChatRequest
 from clover_code.engine.remote import RemoteEngine
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.engine.server import create_app
-from serving import serve_app
 
 WORDS = " ".join(f"w{i}" for i in range(20))  # 3 blocks of 8 words
 CALL = '<tool_call>{"name": "read_file", "arguments": {"path": "a.py"}}</tool_call>'

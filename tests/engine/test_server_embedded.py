@@ -12,12 +12,12 @@ import time
 import httpx
 import openai
 import pytest
+from serving import serve_app
 
 from clover_code.engine import ChatRequest, EngineError
 from clover_code.engine.embedded import EmbeddedEngine
 from clover_code.engine.remote import RemoteEngine
 from clover_code.engine.server import create_app
-from serving import serve_app
 
 USER = [{"role": "user", "content": "Write hello world in Python."}]
 TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a file", "parameters": {

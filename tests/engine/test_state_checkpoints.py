@@ -2,16 +2,17 @@
 to the nearest checkpoint instead of to zero, and decodes exactly what a cold decode does."""
 
 import dataclasses
+import itertools
 
 import pytest
 import torch
+from reference import reference_decode
 from transformers import AutoModelForCausalLM
 
 from clover_code.engine.checkpoints import Checkpoints
 from clover_code.engine.decoding import DecodeOptions, decode_blocks
 from clover_code.engine.denoisers import ModelDenoiser, read_props
 from clover_code.engine.linear_state import LinearState
-from reference import reference_decode
 
 PROPS = [("causal", "prompt", 0), ("causal", "absolute", 1), ("block", "prompt", 0), ("block", "absolute", 1)]
 
@@ -90,7 +91,7 @@ def test_block_checkpoints_are_thinned_and_the_budget_holds():
         points.add(position, fake_state(1000), "block")
     blocks = sorted(points.points)
     assert len(blocks) == 4 and blocks[-1] == 32 * 12  # the newest stays
-    assert max(b - a for a, b in zip([0, *blocks], blocks)) <= 32 * 4  # spread out, not the 4 latest
+    assert max(b - a for a, b in itertools.pairwise([0, *blocks])) <= 32 * 4  # spread out, not the 4 latest
     points.add(500, fake_state(1000), "turn")
     assert points.points[500].kind == "turn" and points.best(499) == max(p for p in blocks if p <= 499)
     for position in range(1000, 1200, 10):

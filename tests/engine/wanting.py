@@ -4,7 +4,7 @@ helpers (scaffold, drafts) can be checked exactly, pass by pass."""
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

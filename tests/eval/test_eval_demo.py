@@ -17,8 +17,8 @@ def test_the_demo_model_beside_a_scripted_engine_on_the_sandbox_tasks(tmp_path):
                     f"solve=scripted:{solve}", "--tries", "1", "--max-turns", "12", "--jobs", "2",
                     "--out", str(out), tmp=tmp_path, timeout=400)
     assert proc.returncode == 0, proc.stderr
-    demo = [l for l in results(out) if l["engine"] == "demo"]
-    assert sorted(l["task"] for l in demo) == TASKS
+    demo = [line for line in results(out) if line["engine"] == "demo"]
+    assert sorted(line["task"] for line in demo) == TASKS
     for line in demo:
         assert line["status"] in ("passed", "failed"), line  # the model may miss; the run may not break
         assert line["model"].endswith("clover-demo") and line["exit_reason"] in ("done", "max_turns", "gave_up")
@@ -28,4 +28,4 @@ def test_the_demo_model_beside_a_scripted_engine_on_the_sandbox_tasks(tmp_path):
         assert line["process_s"] > line["seconds"]  # loading the model is not the task's time
     report = (out / "report.md").read_text()
     assert "| **demo** |" in report and "clover-demo" in report
-    assert all(l["passed"] for l in results(out) if l["engine"] == "solve")
+    assert all(line["passed"] for line in results(out) if line["engine"] == "solve")

@@ -148,7 +148,7 @@ def test_figures_from_events(tmp_path):
          "session_id": "s1"},
     ]
     path = tmp_path / "e.jsonl"
-    path.write_text("\n".join(l if isinstance(l, str) else json.dumps(l) for l in lines) + "\n")
+    path.write_text("\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n")
     f = read_events(path)
     assert (f.requests, f.blocks, f.tokens_out, f.tokens_in, f.forward_passes) == (2, 3, 50, 250, 7)
     assert f.tpf == pytest.approx(50 / 7, abs=1e-3) and f.first_block_s == pytest.approx(0.4)
@@ -166,10 +166,10 @@ def line(task, engine, attempt, passed, *, final=None, family="fix-bug", group="
 
 def test_stats_report_and_a_missing_plotting_library(tmp_path, monkeypatch):
     store = ResultStore(tmp_path / "out")
-    for l in [line("t1", "a", 1, True), line("t1", "b", 1, False), line("t1", "b", 2, True),
+    for entry in [line("t1", "a", 1, True), line("t1", "b", 1, False), line("t1", "b", 2, True),
               line("t2", "a", 1, False), line("t2", "a", 2, False), line("t2", "b", 1, False, final=False),
               line("t3", "a", 1, False, family="exercism", forward_passes=None)]:
-        store.append(l)
+        store.append(entry)
     engines = parse_engines(["a=scripted:" + str(tmp_path), "b=http://h/v1"], ["b=1,10"])
     summary = summarize(store.latest(), engines, 2, ["t1", "t2", "t3"])
     a, b = summary.engines
@@ -196,7 +196,7 @@ def test_the_store_skips_a_torn_line_and_prefers_a_finished_group(tmp_path):
         f.write('{"task": "t", "engine": "a", "tr')  # a crash mid-write
     store.append(line("t", "a", 1, True, group="new"))
     store.append(line("u", "a", 1, False, group="x", final=False))
-    assert [l["group"] for l in store.lines()] == ["old", "new", "x"]
+    assert [line["group"] for line in store.lines()] == ["old", "new", "x"]
     assert store.done() == {("t", "a")}
     assert store.latest()[("t", "a")][0]["group"] == "new"
 

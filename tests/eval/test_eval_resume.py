@@ -25,7 +25,7 @@ def test_an_interrupted_run_is_resumed_without_redoing_finished_tasks(tmp_path):
         time.sleep(0.2)
     time.sleep(2.0)  # the second task's process has started and waits in its slow reply
     proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=60)
+    _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert "--resume" in stderr and "Traceback" not in stderr
     (done,) = results(out)  # the interrupted try is no result
@@ -37,7 +37,7 @@ def test_an_interrupted_run_is_resumed_without_redoing_finished_tasks(tmp_path):
     assert again.returncode == 0, again.stderr
     assert "1 of 2 task runs already done" in again.stderr
     lines = results(out)
-    assert [l["task"] for l in lines] == ["fix-median", "transpose"]
+    assert [line["task"] for line in lines] == ["fix-median", "transpose"]
     assert lines[0] == done  # not run again
     report = (out / "report.md").read_text()
     assert "| fix-median |" in report and "| transpose |" in report

@@ -8,7 +8,14 @@ import json
 
 import pytest
 from eval_support import (
-    SANDBOX, events, giving_up_engine, polyglot, results, run_eval, solving_engine, tool_outputs,
+    SANDBOX,
+    events,
+    giving_up_engine,
+    polyglot,
+    results,
+    run_eval,
+    solving_engine,
+    tool_outputs,
 )
 
 SANDBOX_TASKS = ["fix-median", "rename-function"]
@@ -32,7 +39,7 @@ def run(tmp_path_factory):
 
 
 def by(lines, **match):
-    return [l for l in lines if all(l.get(k) == v for k, v in match.items())]
+    return [line for line in lines if all(line.get(k) == v for k, v in match.items())]
 
 
 def test_passes_and_fails_are_counted_right(run):
@@ -40,12 +47,12 @@ def test_passes_and_fails_are_counted_right(run):
     assert "Traceback" not in proc.stderr
     lines = results(out)
     solved = by(lines, engine="solve")
-    assert sorted(l["task"] for l in solved) == sorted(SANDBOX_TASKS + EXERCISES)
-    assert all(l["try"] == 1 and l["passed"] and l["final"] for l in solved), solved
+    assert sorted(line["task"] for line in solved) == sorted(SANDBOX_TASKS + EXERCISES)
+    assert all(line["try"] == 1 and line["passed"] and line["final"] for line in solved), solved
     gave_up = by(lines, engine="nope")
     assert len(gave_up) == 8  # two tries for each of the four tasks
-    assert all(l["status"] == "failed" and not l["passed"] for l in gave_up)
-    assert all(l["final"] == (l["try"] == 2) for l in gave_up)
+    assert all(line["status"] == "failed" and not line["passed"] for line in gave_up)
+    assert all(line["final"] == (line["try"] == 2) for line in gave_up)
     for line in lines:  # the figures of the real process, and the machine they were measured on
         assert line["tokens_out"] > 0 and line["tokens_in"] > 0 and line["forward_passes"] > 0
         assert line["tool_calls"] >= 1 and line["invalid_calls"] == 0 and line["exit_reason"] == "done"

@@ -63,8 +63,8 @@ def test_a_harbor_task_runs_locally_and_one_that_needs_docker_says_so(tmp_path):
     first, second = results(out)
     assert (first["status"], first["reward"], second["status"], second["reward"]) == ("failed", 0.0, "passed", 1.0)
     assert first["family"] == "files" and first["format"] == "harbor"
-    shown = [e["output"] for e in map(json.loads, (out / "logs/s/hello/try1.events.jsonl").read_text().splitlines())
-             if e["type"] == "ToolFinished"][0]
+    shown = next(e["output"] for e in map(json.loads, (out / "logs/s/hello/try1.events.jsonl").read_text().splitlines())
+                 if e["type"] == "ToolFinished")
     assert "name.txt" in shown and "clover" in shown
     assert "tests" not in shown and "solution" not in shown and "Dockerfile" not in shown
     retry = (out / "logs/s/hello/try2.prompt.md").read_text()

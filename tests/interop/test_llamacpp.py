@@ -46,7 +46,7 @@ def llama_server(tmp_path_factory):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    log = open(tmp_path_factory.mktemp("llama") / "server.log", "w")
+    log = open(tmp_path_factory.mktemp("llama") / "server.log", "w")  # noqa: SIM115  (the server writes it while it runs)
     launcher = Path(__file__).with_name("llama_server.py")
     proc = subprocess.Popen(
         [sys.executable, str(launcher), "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.wiring.assemble import build_agent
 from clover_code.settings import Settings
+from clover_code.wiring.assemble import build_agent
 
 
 @pytest.fixture(autouse=True)

@@ -11,12 +11,18 @@ from pathlib import Path
 import pytest
 
 from clover_code.agent.events import (
-    ApprovalAnswered, Notice, ToolCallParsed, ToolFinished, TurnFinished, UserMessage, to_json,
+    ApprovalAnswered,
+    Notice,
+    ToolCallParsed,
+    ToolFinished,
+    TurnFinished,
+    UserMessage,
+    to_json,
 )
 from clover_code.agent.permissions import ModeApprover
-from clover_code.wiring.assemble import build_agent
-from clover_code.settings import Settings
 from clover_code.engine import ToolCall
+from clover_code.settings import Settings
+from clover_code.wiring.assemble import build_agent
 
 
 @pytest.fixture(autouse=True)
@@ -99,9 +105,9 @@ def test_file_tools_cannot_write_clover_or_git(git_repo, tmp_path, cli, call):
     (git_repo / "logs").symlink_to(git_repo / ".clover" / "sessions", target_is_directory=True)
     before = work_tree(git_repo)
     engine = replies(tmp_path / "r.jsonl", call, "done")
-    proc = cli("--task", "write", "--cwd", str(git_repo), "--approval", "full-auto", "--engine", engine)
+    cli("--task", "write", "--cwd", str(git_repo), "--approval", "full-auto", "--engine", engine)
     logs = sorted((git_repo / ".clover" / "sessions").iterdir())
-    assert [p.name for p in logs][0] == ".gitignore" and len(logs) == 2, logs  # this run's own log only
+    assert logs[0].name == ".gitignore" and len(logs) == 2, logs  # this run's own log only
     events = [json.loads(line) for line in logs[1].read_text().splitlines()]
     (finished,) = [e for e in events if e["type"] == "ToolFinished"]
     assert not finished["ok"] and "file tools never write" in finished["output"], finished

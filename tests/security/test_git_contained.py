@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from clover_code.tools import Registry, ToolContext
-from clover_code.tools.workspace.checkpoints import Checkpoints
 from clover_code.tools.git import TOOLS as GIT_TOOLS
-from clover_code.tools.sandbox.gitrun import Git
 from clover_code.tools.sandbox.bwrap import bwrap_problem
+from clover_code.tools.sandbox.gitrun import Git
 from clover_code.tools.shell import TOOLS as SHELL_TOOLS
 from clover_code.tools.workspace import Workspace
+from clover_code.tools.workspace.checkpoints import Checkpoints
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=f"no sandbox: {bwrap_problem()}")
 REGISTRY = Registry([*GIT_TOOLS, *SHELL_TOOLS])
@@ -118,7 +118,7 @@ async def test_hooks_in_the_work_tree_run_contained(git_repo: Path, tmp_path: Pa
 async def test_shell_cannot_write_the_git_dir_or_settings(git_repo: Path, tmp_path: Path, marker: Path):
     ctx = context(git_repo, tmp_path)
     result = await REGISTRY.call("run_shell", {"command": f"git config core.fsmonitor 'touch {marker}'"}, ctx)
-    assert not result.ok and "Read-only" in result.output or "could not lock" in result.output
+    assert (not result.ok and "Read-only" in result.output) or "could not lock" in result.output
     (git_repo / ".clover").mkdir()
     result = await REGISTRY.call("run_shell", {"command": "echo 'engine = \"scripted:x\"' > .clover/config.toml"},
                                  ctx)

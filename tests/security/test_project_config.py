@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.wiring.assemble import tool_context
 from clover_code.config import load_settings
 from clover_code.tools.sandbox.policy import DEFAULT_DENY_READ, SandboxPolicy
+from clover_code.wiring.assemble import tool_context
 
 CLEARED = ("CLOVER_ENDPOINT", "OPENAI_BASE_URL", "CLOVER_API_KEY", "OPENAI_API_KEY", "CLOVER_MODEL",
            "CLOVER_APPROVAL")

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from clover_code.tools import Registry, ToolContext
-from clover_code.tools.sandbox.policy import SandboxPolicy
 from clover_code.tools.sandbox import limits
-from clover_code.tools.sandbox.limits import total_tasks
 from clover_code.tools.sandbox.bwrap import bwrap_problem
+from clover_code.tools.sandbox.limits import total_tasks
+from clover_code.tools.sandbox.policy import SandboxPolicy
 from clover_code.tools.shell import TOOLS
 from clover_code.tools.workspace import Workspace
 

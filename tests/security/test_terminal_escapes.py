@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.wiring.assemble import build_agent
-from clover_code.settings import Settings
 from clover_code.engine.scripted import ScriptedEngine
+from clover_code.settings import Settings
 from clover_code.ui.terminal_text import visible
 from clover_code.ui.tui.app import make_app
 from clover_code.ui.tui.widgets.approval_prompt import ApprovalPrompt
+from clover_code.wiring.assemble import build_agent
 
 CLIPBOARD, CLEAR, CSI, RLO = "\x1b]52;c;aGk=\x07", "\x1b[2J", "\x9b31m", "\u202e"
 HOSTILE = f"{CLIPBOARD} {CLEAR} {CSI} {RLO}txt.exe [/] [bold]x"

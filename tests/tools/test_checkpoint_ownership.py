@@ -111,7 +111,8 @@ def test_a_session_that_ended_is_not_reported(git_repo: Path, tmp_path: Path):
     me = LiveSessions(git_repo, "me", state_dir=tmp_path / "state")
     me.join()
     code = ("import sys, time; from clover_code.tools.workspace.live_sessions import LiveSessions; "
-            f"s = LiveSessions({str(git_repo)!r}, 'child', state_dir=__import__('pathlib').Path({str(tmp_path / 'state')!r})); "
+            f"s = LiveSessions({str(git_repo)!r}, 'child', "
+            f"state_dir=__import__('pathlib').Path({str(tmp_path / 'state')!r})); "
             "s.join(); print('joined', flush=True); time.sleep(30)")
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})

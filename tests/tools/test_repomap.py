@@ -7,14 +7,14 @@ import pytest
 
 from clover_code.engine import estimate_tokens
 from clover_code.tools import Registry, ToolContext
-from clover_code.tools.codemap.ranking import CACHE_FILE, CodeMap
 from clover_code.tools.code import TOOLS as CODE_TOOLS
 from clover_code.tools.code import CodeMaps, RepoMap, Symbols
+from clover_code.tools.codemap.ranking import CACHE_FILE, CodeMap
+from clover_code.tools.codemap.tags import extract, language_for
 from clover_code.tools.search import TOOLS as SEARCH_TOOLS
+from clover_code.tools.workspace import Workspace
 
 TOOLS = [*CODE_TOOLS, *SEARCH_TOOLS]
-from clover_code.tools.codemap.tags import extract, language_for
-from clover_code.tools.workspace import Workspace
 
 SAMPLES = {
     "shapes.py": (
@@ -23,7 +23,8 @@ SAMPLES = {
         {"MAX_SIDES", "Shape", "area", "make_shape"}, {"compute_area", "sqrt", "Base", "Kind"},
     ),
     "widget.js": (
-        "import { paint } from './paint.js';\nexport class Widget extends Base {\n  draw() { paint(this); this.canvas.flush(); }\n}\n"
+        "import { paint } from './paint.js';\n"
+        "export class Widget extends Base {\n  draw() { paint(this); this.canvas.flush(); }\n}\n"
         "function render(w) { return new Widget(); }\nconst handler = (e) => render(e);\n",
         {"Widget", "draw", "render", "handler"}, {"paint", "flush", "Base"},
     ),
@@ -49,7 +50,8 @@ SAMPLES = {
         {"Point", "Kind", "Draw", "draw", "distance"}, {"render", "abs", "println", "Point", "new"},
     ),
     "Account.java": (
-        "public class Account implements Ledger {\n  public Account() {}\n  void deposit(Money m) { m.check(); audit(); }\n}\n"
+        "public class Account implements Ledger {\n  public Account() {}\n"
+        "  void deposit(Money m) { m.check(); audit(); }\n}\n"
         "interface Ledger { void post(); }\n",
         {"Account", "deposit", "Ledger", "post"}, {"check", "audit", "Money", "Ledger"},
     ),
@@ -195,7 +197,8 @@ async def test_cache_follows_edits_and_survives_restart(ctx: ToolContext):
     generation = index.generation
     assert (await tools.call("repo_map", {}, ctx)).output == first.output and index.generation == generation
 
-    (root / "widgets.py").write_text("def render_widget_tree(node):\n    return node\n\ndef brand_new_helper():\n    pass\n")
+    (root / "widgets.py").write_text(
+        "def render_widget_tree(node):\n    return node\n\ndef brand_new_helper():\n    pass\n")
     os.utime(root / "widgets.py", ns=(1, 1))  # a different mtime even on coarse clocks
     second = await tools.call("repo_map", {"max_tokens": 8000}, ctx)
     assert "brand_new_helper" in second.output and index.generation == generation + 1

@@ -8,8 +8,8 @@ import pytest
 
 from clover_code.tools import Registry, ToolContext, tool_schema
 from clover_code.tools.search import TOOLS
-from clover_code.tools.workspace.listing import rg_binary
 from clover_code.tools.workspace import Workspace
+from clover_code.tools.workspace.listing import rg_binary
 
 
 @pytest.fixture

@@ -3,8 +3,9 @@ folder and the line saying where; the app goes on."""
 
 from __future__ import annotations
 
-from clover_code.agent.bug_log import errors_log
 from tui_helpers import idle, notes, ready, scripted_app, send
+
+from clover_code.agent.bug_log import errors_log
 
 
 async def test_an_internal_error_keeps_its_traceback(repo, monkeypatch):

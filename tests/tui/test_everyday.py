@@ -9,6 +9,7 @@ import asyncio
 
 from rich.console import Console
 from textual.widgets import Static
+from tui_helpers import call, idle, notes, ready, scripted_app, send, wait_for
 
 from clover_code.ui.tui.prompt_history import PromptHistory
 from clover_code.ui.tui.widgets.assistant_message import AssistantMessage
@@ -21,7 +22,6 @@ from clover_code.ui.tui.widgets.spinner import Spinner
 from clover_code.ui.tui.widgets.tool_card import ToolCard
 from clover_code.ui.tui.widgets.usage_view import UsageView
 from clover_code.ui.tui.widgets.user_message import UserMessage
-from tui_helpers import call, idle, notes, ready, scripted_app, send, wait_for
 
 SIZE = (100, 30)
 READ = call("read_file", path="app.py")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import subprocess
 
+from tui_helpers import call, idle, notes, ready, scripted_app, send, session_events, wait_for
+
 from clover_code.ui.tui.widgets.approval_prompt import ApprovalPrompt
 from clover_code.ui.tui.widgets.assistant_message import AssistantMessage
 from clover_code.ui.tui.widgets.markdown_block import MarkdownBlock
 from clover_code.ui.tui.widgets.tool_card import ToolCard
 from clover_code.ui.tui.widgets.user_message import UserMessage
-from tui_helpers import call, idle, notes, ready, scripted_app, send, session_events, wait_for
 
 READ = call("read_file", path="app.py")
 FIX = call("edit_file", path="app.py", old_string="a - b", new_string="a + b")
@@ -173,7 +174,7 @@ async def test_info_commands(repo):
                                ("/stats", "tokens 1"), ("/mode", "approval mode: ask"),
                                ("/nonsense", "unknown command /nonsense")]:
             await send(pilot, line)
-            await wait_for(pilot, lambda: expected in notes(app))
+            await wait_for(pilot, lambda expected=expected: expected in notes(app))
         await send(pilot, "/mode auto-edit")
         await wait_for(pilot, lambda: app.agent.permissions.mode == "auto-edit")
         assert app.status.info.approval == "auto-edit"

@@ -61,8 +61,8 @@ def test_clover_code_in_tmux(sandbox_repo: Path, tmp_path: Path):
     replies = tmp_path / "replies.jsonl"
     replies.write_text("".join(json.dumps(r) + "\n" for r in REPLIES))
     tmux = Tmux(f"clover-test-{os.getpid()}")
-    command = (f"cd {sandbox_repo} && env -u COLUMNS -u LINES {sys.executable} -m clover_code.cli --engine scripted:{replies} "
-               f"--no-sandbox; echo EXITED $?; sleep 30")
+    command = (f"cd {sandbox_repo} && env -u COLUMNS -u LINES {sys.executable} -m clover_code.cli "
+               f"--engine scripted:{replies} --no-sandbox; echo EXITED $?; sleep 30")
     tmux("new-session", "-d", "-s", "tui", "-x", "110", "-y", "36", command)
     try:
         tmux.wait_for("scripted")  # the status bar: first paint

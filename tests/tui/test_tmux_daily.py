@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from tmux_helpers import Tmux, logged_events, make_repo, needs_tmux, write_replies
 
 pytestmark = needs_tmux
@@ -65,7 +64,8 @@ def test_a_200_line_diff_is_reviewable_at_80x24(tmux: Tmux, tmp_path: Path):
     repo = make_repo(tmp_path / "repo", {"big.py": OLD})
     replies = write_replies(tmp_path / "replies.jsonl", [
         {"content": "Reading.", "tool_calls": [{"name": "read_file", "arguments": {"path": "big.py"}}]},
-        {"content": "Doubling.", "tool_calls": [{"name": "write_file", "arguments": {"path": "big.py", "content": NEW}}]},
+        {"content": "Doubling.",
+         "tool_calls": [{"name": "write_file", "arguments": {"path": "big.py", "content": NEW}}]},
         "Doubled every value.",
     ])
     tmux.start(repo, replies, (80, 24))

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from tmux_helpers import Tmux, make_repo, needs_tmux, write_replies
 
 pytestmark = needs_tmux

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from tui_helpers import idle, notes, send, wait_for
+
 from clover_code.settings import Settings
 from clover_code.ui.tui.app import make_app
 from clover_code.ui.tui.widgets.denoise_view import DenoiseView
 from clover_code.wiring.assemble import build_agent
-from tui_helpers import idle, notes, send, wait_for
 
 
 async def test_loading_progress_and_denoise_steps(repo, tiny_attention_ckpt):

@@ -56,7 +56,7 @@ class Tmux:
         out = self("display-message", "-p", "-t", target,
                    "#{alternate_on} #{mouse_any_flag} #{mouse_button_flag} #{mouse_sgr_flag} #{cursor_flag}")
         names = ("alternate_on", "mouse_any", "mouse_button", "mouse_sgr", "cursor_visible")
-        return dict(zip(names, out.split()))
+        return dict(zip(names, out.split(), strict=False))
 
     def program_pid(self, target: str = "tui") -> int:
         """The clover-code process: the child of the pane's shell."""

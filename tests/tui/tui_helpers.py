@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from clover_code.wiring.assemble import build_agent
-from clover_code.settings import Settings
 from clover_code.engine.scripted import ScriptedEngine
+from clover_code.settings import Settings
 from clover_code.ui.tui.app import CloverApp, make_app
+from clover_code.wiring.assemble import build_agent
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:

@@ -119,7 +119,8 @@ def test_no_model_anywhere_means_the_shipped_demo_checkpoint_with_one_notice(tmp
     assert "--model DIR" in s.notices[0] and "--endpoint URL" in s.notices[0]
 
 
-@pytest.mark.parametrize("flags", [{"model": "/ckpt"}, {"endpoint": "http://127.0.0.1:9"}, {"engine": "scripted:r.jsonl"}])
+@pytest.mark.parametrize("flags", [{"model": "/ckpt"}, {"endpoint": "http://127.0.0.1:9"},
+                                   {"engine": "scripted:r.jsonl"}])
 def test_a_named_model_or_endpoint_wins_over_the_demo(tmp_path, flags):
     s = load_settings(tmp_path, flags)
     assert s.model == flags.get("model") and not any("demo model" in n for n in s.notices)

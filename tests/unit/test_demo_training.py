@@ -3,9 +3,10 @@ tokenize as the engine tokenizes their prompts, and the two-stream objective sho
 noisy block exactly the logits the engine's denoiser computes for it."""
 
 import dataclasses
+import itertools
 import os
-import re
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def test_a_generated_session_ran_the_real_tools_and_tokenizes_like_the_engine():
     row = session_row(tokenizer, session, tools)
     check_row(tokenizer, session, tools, row)  # raises if a turn's prompt tokenizes differently
     assert len(row.turns) == roles.count("assistant")
-    for start, end in row.turns:
+    for _start, end in row.turns:
         assert row.ids[end - 1] == tokenizer.convert_tokens_to_ids("<|im_end|>")
 
 
@@ -96,7 +97,7 @@ def test_two_stream_training_sees_what_the_engine_denoiser_sees():
 def test_the_next_token_term_is_plain_causal_lm_loss_over_the_clean_stream():
     import torch.nn.functional as F
 
-    tokenizer, row, model, batch = tiny_two_stream_setup()
+    _, row, model, batch = tiny_two_stream_setup()
     with torch.no_grad():
         base, _, _ = step_loss(model, batch, 0.0)
         both, _, _ = step_loss(model, batch, 0.0, ar_weight=0.5)
@@ -109,7 +110,7 @@ def test_the_next_token_term_is_plain_causal_lm_loss_over_the_clean_stream():
 def test_the_turns_scope_keeps_only_assistant_tokens_as_next_token_targets():
     import torch.nn.functional as F
 
-    tokenizer, row, model, batch = tiny_two_stream_setup()
+    _, row, model, batch = tiny_two_stream_setup()
     with torch.no_grad():
         base, _, _ = step_loss(model, batch, 0.0)
         turns, _, _ = step_loss(model, batch, 0.0, ar_weight=0.5, ar_scope="turns")
@@ -146,11 +147,12 @@ def test_invented_names_replace_a_sessions_names_consistently_everywhere():
     assert text.count("median") == json.dumps(session["messages"][1:]).count("median")
     assert "def median" in text
     assert fresh["messages"][0] == session["messages"][0]  # the system prompt is not the task's
-    for old, new in zip(session["messages"], fresh["messages"]):
+    for old, new in zip(session["messages"], fresh["messages"], strict=False):
         assert old["role"] == new["role"]
-        for call_old, call_new in zip(old.get("tool_calls") or [], new.get("tool_calls") or []):
+        for call_old, call_new in zip(old.get("tool_calls") or [], new.get("tool_calls") or [], strict=False):
             assert call_old["function"]["name"] == call_new["function"]["name"]
-            assert json.loads(call_new["function"]["arguments"]).keys() == json.loads(call_old["function"]["arguments"]).keys()
+            new_keys = json.loads(call_new["function"]["arguments"]).keys()
+            assert new_keys == json.loads(call_old["function"]["arguments"]).keys()
     new_package = fresh["messages"][1]["content"].split(" package")[0].split()[-1]
     assert new_package != package and new_package in text  # one package name, used wherever the old one was
 
@@ -253,7 +255,7 @@ def test_fix_bug_test_suites_vary_their_layout_and_the_first_failure_still_names
         names, blocks = re.findall(r"^def (test_\w+)\(", suite, re.M), suite.split("\n\n\n")
         layouts |= {"empty" for block in blocks if "pytest.raises(ValueError)" in block}
         layouts |= {"merged" for block in blocks if block.count("assert ") == 2}
-        layouts |= {"reversed" for a, b in zip(names, names[1:]) if (a, b) in
+        layouts |= {"reversed" for a, b in itertools.pairwise(names) if (a, b) in
                     {("test_median_odd", "test_median_even"), ("test_clamp_low", "test_clamp_high")}}
         if seed < 6:  # the suite runs as written: only the buggy function's tests fail
             repo = tmp_path / str(seed)
@@ -358,7 +360,7 @@ def test_packed_rows_compute_exactly_what_each_row_computes_alone():
         alone = [forward(model, p).last_hidden_state.flatten(0, 1) for p in parts]
         for field, back in (("rows", 0), ("clean", 1), ("answers", 1)):  # noisy targets, both next-token scopes
             got = model.lm_head(every[getattr(packed, field) - back])
-            want = torch.cat([model.lm_head(h[getattr(p, field) - back]) for h, p in zip(alone, parts)])
+            want = torch.cat([model.lm_head(h[getattr(p, field) - back]) for h, p in zip(alone, parts, strict=False)])
             assert torch.allclose(got, want, atol=1e-4), (field, (got - want).abs().max())
         assert torch.equal(packed.input_ids.flatten()[packed.clean],
                            torch.cat([p.input_ids.flatten()[p.clean] for p in parts]))
@@ -524,8 +526,8 @@ def test_on_policy_states_keep_their_true_tokens_and_train_only_the_masked_posit
     states = visited_states(model, row, mask, filler, frozenset(), random.Random(1), rounds=3)
     batch = two_stream(row, mask, filler, random.Random(1), 0, states)
     assert [s for s, _, _ in states] == [s for s, e in row.turns for s in range(s, e, BLOCK)]
-    for start, block, noisy in states:
-        assert all(t in (mask, b) for t, b in zip(noisy, block))
+    for _start, block, noisy in states:
+        assert all(t in (mask, b) for t, b in zip(noisy, block, strict=False))
     hidden = [(k, j) for k, (_, _, noisy) in enumerate(states) for j in range(BLOCK) if noisy[j] == mask]
     assert batch.rows.tolist() == [batch.noisy_from + k * BLOCK + j for k, j in hidden]
     assert batch.targets.tolist() == [states[k][1][j] for k, j in hidden]

@@ -65,7 +65,8 @@ def graph() -> dict[str, set[str]]:
 def layer(name: str) -> str:
     if name in BASE or name.startswith(("clover_code.models", "clover_code.prompts")):
         return "base"
-    if name in ("clover_code.cli", "clover_code.config", "clover_code.__main__") or name.startswith("clover_code.wiring"):
+    wiring = ("clover_code.cli", "clover_code.config", "clover_code.__main__")
+    if name in wiring or name.startswith("clover_code.wiring"):
         return "wiring"
     if name == "clover_code.settings":
         return "settings"

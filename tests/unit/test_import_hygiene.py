@@ -28,7 +28,8 @@ def test_help_loads_nothing_heavy():
     out = subprocess.run([sys.executable, "-X", "importtime", "-m", "clover_code.cli", "--help"],
                          capture_output=True, text=True, check=True)
     assert "usage: clover-code" in out.stdout
-    assert not any(f" {m}\n" in out.stderr or out.stderr.endswith(f" {m}") for m in ("torch", "transformers", "textual"))
+    heavy = ("torch", "transformers", "textual")
+    assert not any(f" {m}\n" in out.stderr or out.stderr.endswith(f" {m}") for m in heavy)
 
 
 def test_tools_do_not_depend_on_engine_or_ui():

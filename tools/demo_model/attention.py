@@ -37,14 +37,14 @@ class Layout:
     total: int  # T: sequence length, clean and noisy
 
     @classmethod
-    def of(cls, clean: int, block_starts: list[int]) -> "Layout":
+    def of(cls, clean: int, block_starts: list[int]) -> Layout:
         """The layout of a clean stream followed by one noisy block per start (its position)."""
         N = len(block_starts) * BLOCK
         prefix = torch.tensor(block_starts, dtype=torch.long).repeat_interleave(BLOCK)[None]  # [1, N]
         own = (clean + torch.arange(N) // BLOCK * BLOCK)[None]  # [1, N]
         return cls(clean, prefix, own, clean + N)
 
-    def to(self, device, non_blocking: bool = False) -> "Layout":
+    def to(self, device, non_blocking: bool = False) -> Layout:
         return Layout(self.clean, self.prefix.to(device, non_blocking=non_blocking),
                       self.own.to(device, non_blocking=non_blocking), self.total)
 

@@ -78,7 +78,7 @@ class Row:
     turns: list[tuple[int, int]]  # [start, end) of each target assistant turn, <|im_end|> included
     family: str
 
-    def prefix(self, turns: int) -> "Row":
+    def prefix(self, turns: int) -> Row:
         """The session up to the end of its `turns`-th target turn: what the model saw and
         wrote by then. Early turns are where names are copied from the task; training on
         them alone costs a fraction of the whole session."""

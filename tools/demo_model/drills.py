@@ -41,7 +41,7 @@ def edit_line(rng: random.Random) -> Task:
         name = join_words(rng, VERBS, NOUNS)
         if name not in [f for f, _, _ in functions]:
             functions.append((name, *drill_function(rng, name)))
-    fn, lines, assigns = rng.choice(functions)
+    fn, _lines, assigns = rng.choice(functions)
     local, left, op, right = rng.choice(assigns)
     new_op = rng.choice(sorted(set(OPERATORS) - {op}))
     old_line, new_line = f"    {local} = {left} {op} {right}", f"    {local} = {left} {new_op} {right}"

@@ -76,7 +76,7 @@ def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: fl
                 want = expected_calls(m)
                 text, tokens, passes = await decode_turn(engine, messages[:i], tools, max_tokens)
                 result = score_turn(text, want, registry)
-                for k, ((name, _), right) in enumerate(zip(want, result.pop("right"))):
+                for k, ((name, _), right) in enumerate(zip(want, result.pop("right"), strict=False)):
                     tally = by_call[f"{session['family']} {turn}.{k + 1} {name}"]
                     tally[0] += right
                     tally[1] += 1

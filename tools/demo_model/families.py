@@ -14,12 +14,13 @@ import json
 import random
 import re
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
-WORDS = ("num calc stat math data text str word shop store order cart bill price "
-         "item stock geo graph time date log file path net web mail user acct pay "
-         "tax fin report note task plan queue ledger budget metric score grade unit").split()
+WORDS = ["num", "calc", "stat", "math", "data", "text", "str", "word", "shop", "store", "order", "cart", "bill",
+         "price", "item", "stock", "geo", "graph", "time", "date", "log", "file", "path", "net", "web", "mail", "user",
+         "acct", "pay", "tax", "fin", "report", "note", "task", "plan", "queue", "ledger", "budget", "metric", "score",
+         "grade", "unit"]
 SUFFIXES = ("kit", "lib", "tools", "utils", "core", "ops", "box", "", "s", "py")
 
 
@@ -85,12 +86,12 @@ class Bug:
 def numeric_functions(v: dict[str, str]) -> list[Bug]:
     xs, o, m = v["xs"], v["ordered"], v["mid"]
     return [
-        Bug("mean", xs, [f"    if not {xs}:", f'        raise ValueError("mean of an empty list")',
+        Bug("mean", xs, [f"    if not {xs}:", '        raise ValueError("mean of an empty list")',
                          f"    return sum({xs}) / len({xs})"],
             f"    return sum({xs}) / (len({xs}) - 1)", 2,
             [("", "    assert mean([1, 2, 3, 4]) == 2.5"), ("_single", "    assert mean([7]) == 7")],
             "it divided by one less than the number of values", "Fix mean dividing by n - 1"),
-        Bug("median", xs, [f"    if not {xs}:", f'        raise ValueError("median of an empty list")',
+        Bug("median", xs, [f"    if not {xs}:", '        raise ValueError("median of an empty list")',
                            f"    {o} = sorted({xs})", f"    {m} = len({o}) // 2",
                            f"    if len({o}) % 2 == 0:\n        return ({o}[{m} - 1] + {o}[{m}]) / 2\n"
                            f"    return {o}[{m}]"],
@@ -98,11 +99,12 @@ def numeric_functions(v: dict[str, str]) -> list[Bug]:
             [("_even", "    assert median([4, 1, 3, 2]) == 2.5"), ("_odd", "    assert median([3, 1, 2]) == 2")],
             "for an even number of values it returned the upper middle value instead of "
             "the mean of the two middle ones", "Fix median of an even-length list"),
-        Bug("mode", xs, [f"    if not {xs}:", f'        raise ValueError("mode of an empty list")',
+        Bug("mode", xs, [f"    if not {xs}:", '        raise ValueError("mode of an empty list")',
                          f"    counts = Counter({xs})", "    best = max(counts.values())",
                          "    return min(v for v, n in counts.items() if n == best)"],
             "    return max(v for v, n in counts.items() if n == best)", 4,
-            [("_prefers_smallest", "    assert mode([1, 2, 2, 3, 3]) == 2"), ("_single", "    assert mode([5, 5, 1]) == 5")],
+            [("_prefers_smallest", "    assert mode([1, 2, 2, 3, 3]) == 2"),
+             ("_single", "    assert mode([5, 5, 1]) == 5")],
             "on a tie it returned the largest value instead of the smallest", "Fix mode on ties"),
         Bug("clamp", "value, low, high", ["    return max(low, min(high, value))"],
             "    return min(low, max(high, value))", 0,
@@ -148,7 +150,9 @@ def fix_bug(rng: random.Random) -> Task:
     chosen = rng.sample(pool, rng.randint(3, 5))
     bug = rng.choice(chosen)
     chosen.sort(key=lambda b: pool.index(b))  # the order of the pool, like a hand-written module
-    code = [f'"""{rng.choice(("Summary statistics over plain lists of numbers.", "Small numeric helpers.", "Numbers in, numbers out."))}"""', ""]
+    summary = rng.choice(("Summary statistics over plain lists of numbers.", "Small numeric helpers.",
+                          "Numbers in, numbers out."))
+    code = [f'"""{summary}"""', ""]
     if any(b.name == "mode" for b in chosen):
         code += ["from collections import Counter", ""]
     for b in chosen:
@@ -163,7 +167,7 @@ def fix_bug(rng: random.Random) -> Task:
             test_lines += ["", f"def {name}():", *lines, ""]
     files = {
         f"{pkg}/__init__.py": f"from {pkg}.{mod} import {', '.join(sorted(b.name for b in chosen))}\n\n"
-                              f"__all__ = [{', '.join(json.dumps(b.name) for b in sorted(chosen, key=lambda b: b.name))}]\n",
+                              f"__all__ = [{', '.join(json.dumps(name) for name in sorted(b.name for b in chosen))}]\n",
         f"{pkg}/{mod}.py": module,
         f"tests/test_{mod}.py": "\n".join(test_lines).strip() + "\n",
         ".gitignore": "__pycache__/\n.pytest_cache/\n",
@@ -216,7 +220,8 @@ NEW_FUNCTIONS = [
                 "it returns the words of the text in reverse order, separated by single spaces",
                 'reverse_words("one two  three") == "three two one"',
                 ['    return " ".join(reversed(text.split()))'],
-                ['    assert reverse_words("one two  three") == "three two one"', '    assert reverse_words("") == ""']),
+                ['    assert reverse_words("one two  three") == "three two one"',
+                 '    assert reverse_words("") == ""']),
     NewFunction("initials", "initials(text: str) -> str",
                 "it returns the first letter of each word, upper-cased, joined together",
                 'initials("ada lovelace") == "AL"',
@@ -246,14 +251,16 @@ NEW_FUNCTIONS = [
 ]
 
 EXISTING = [
-    ("normalize_spaces", "normalize_spaces(text: str) -> str", "Collapse runs of whitespace into one space and trim both ends.",
+    ("normalize_spaces", "normalize_spaces(text: str) -> str",
+     "Collapse runs of whitespace into one space and trim both ends.",
      ['    return _SPACES.sub(" ", text).strip()'], ['    assert normalize_spaces("  a \\t b\\n c ") == "a b c"']),
     ("title_case", "title_case(text: str) -> str", "Capitalize each word, keeping the rest of the word as it is.",
      ['    return " ".join(word[:1].upper() + word[1:] for word in normalize_spaces(text).split(" "))'],
      ['    assert title_case("hello  wide world") == "Hello Wide World"']),
     ("truncate", 'truncate(text: str, width: int, ellipsis: str = "...") -> str',
      "Cut text to at most `width` characters, marking the cut with `ellipsis`.",
-     ["    if len(text) <= width:", "        return text", "    return text[: max(0, width - len(ellipsis))] + ellipsis"],
+     ["    if len(text) <= width:", "        return text",
+      "    return text[: max(0, width - len(ellipsis))] + ellipsis"],
      ['    assert truncate("abcdef", 10) == "abcdef"', '    assert truncate("abcdefghij", 6) == "abc..."']),
     ("shout", "shout(text: str) -> str", "Upper-case the text and end it with an exclamation mark.",
      ['    return text.upper() + "!"'], ['    assert shout("hi") == "HI!"']),
@@ -273,7 +280,7 @@ def add_function(rng: random.Random) -> Task:
     names = [e[0] for e in existing]
     code = [f'"""{rng.choice(("Small string helpers.", "Text utilities.", "Helpers for strings."))}"""', "",
             "import re", "", '_SPACES = re.compile(r"\\s+")', ""]
-    for name, sig, doc, body, _ in existing:
+    for _name, sig, doc, body, _ in existing:
         code += ["", f"def {sig}:", f'    """{doc}"""', *body, ""]
     module = "\n".join(code).strip() + "\n"
     tests = [f"from {pkg} import {', '.join(names)}", ""]

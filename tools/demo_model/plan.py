@@ -19,12 +19,13 @@ class Phase:
     rename: float  # share of sessions and drills trained with invented names
 
     @classmethod
-    def parse(cls, text: str) -> "Phase":
+    def parse(cls, text: str) -> Phase:
         """FRACTION:DRILL_RATE:RENAME_RATE, for example 0.5:0.8:0.7."""
         try:
             phase = cls(*(float(part) for part in text.split(":")))
         except (TypeError, ValueError):
-            raise argparse.ArgumentTypeError(f"{text!r}: want FRACTION:DRILL_RATE:RENAME_RATE, e.g. 0.5:0.8:0.7")
+            want = "FRACTION:DRILL_RATE:RENAME_RATE, e.g. 0.5:0.8:0.7"
+            raise argparse.ArgumentTypeError(f"{text!r}: want {want}") from None
         if not all(0.0 <= value <= 1.0 for value in (phase.start, phase.drill, phase.rename)):
             raise argparse.ArgumentTypeError(f"{text!r}: each part is a fraction from 0 to 1")
         return phase
@@ -37,7 +38,7 @@ def parse_steps(text: str) -> int | None:
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: want a number of steps or auto")
+        raise argparse.ArgumentTypeError(f"{text!r}: want a number of steps or auto") from None
 
 
 class Plan:

@@ -24,8 +24,9 @@ import re
 
 from tools.demo_model.families import NEW_FUNCTIONS, numeric_functions
 
-ONSETS = "b c d f g h j k l m n p r s t v w z br cr dr fl gr kl pl pr st tr sk".split()
-VOWELS = "a e i o u a e o".split()
+ONSETS = ["b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z",
+          "br", "cr", "dr", "fl", "gr", "kl", "pl", "pr", "st", "tr", "sk"]
+VOWELS = ["a", "e", "i", "o", "u", "a", "e", "o"]
 CODAS = ["", "", "", "n", "r", "l", "s", "x", "k", "m"]
 KEEP = set(keyword.kwlist) | {"test", "tests", "main", "self", "cls", "print", "len", "sum", "min", "max",
                               "sorted", "list", "dict", "str", "int", "float", "range", "pytest", "python"}

@@ -28,7 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tools.demo import GIT_ENV as GIT_IDENTITY, commit_all  # noqa: E402
+from tools.demo import GIT_ENV as GIT_IDENTITY  # noqa: E402
+from tools.demo import commit_all  # noqa: E402
 from tools.demo_model.drills import DRILLS  # noqa: E402
 from tools.demo_model.families import FAMILIES, Call, Task, package_name  # noqa: E402
 
@@ -102,7 +103,7 @@ async def play(task: Task, repo: Path, rng: random.Random, slip_rate: float = 0.
             messages += slip
         messages.append(turn := assistant_turn(reply, number))
         outputs = []
-        for call, wire in zip(reply, turn["tool_calls"]):
+        for call, wire in zip(reply, turn["tool_calls"], strict=False):
             result = await registry.call(call.name, call.arguments, ctx)
             if not result.ok and not _expected_failure(task, number, call):
                 return None
@@ -161,12 +162,14 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--family", choices=sorted(TASKS),
                    help="one family or drill (tools/demo_model/drills.py); default: every family")
-    p.add_argument("--slip-rate", type=float, default=SLIP_RATE, help="share of sessions with one slip and its recovery")
+    p.add_argument("--slip-rate", type=float, default=SLIP_RATE,
+                   help="share of sessions with one slip and its recovery")
     args = p.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     per = -(-args.count // args.workers)
-    jobs = [(args.seed + i * per, min(per, args.count - i * per), f"{args.out}.{i}" if args.workers > 1 else str(args.out),
-             args.family, args.slip_rate) for i in range(args.workers) if args.count - i * per > 0]
+    jobs = [(args.seed + i * per, min(per, args.count - i * per),
+             f"{args.out}.{i}" if args.workers > 1 else str(args.out), args.family, args.slip_rate)
+            for i in range(args.workers) if args.count - i * per > 0]
     if args.workers == 1:
         made = _worker(jobs[0])
     else:

@@ -42,5 +42,5 @@ def split_compounds(tokenizer_json: dict, compounds: dict[str, tuple[str, str]])
     crossing = set()
     for name, (word, _) in compounds.items():
         encoding = tokenizer.encode(name, add_special_tokens=False)
-        crossing |= {t for t, (a, b) in zip(encoding.tokens, encoding.offsets) if a < len(word) < b}
+        crossing |= {t for t, (a, b) in zip(encoding.tokens, encoding.offsets, strict=True) if a < len(word) < b}
     return _without(tokenizer_json, set(compounds) | crossing)

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from tools.demo_model.attention import BLOCK, NAME as TWO_STREAM, Layout
+from tools.demo_model.attention import BLOCK, Layout
+from tools.demo_model.attention import NAME as TWO_STREAM
 from tools.demo_model.chat import Row
 
 
@@ -40,7 +41,7 @@ class Batch:
     clean: torch.Tensor | None = None  # [C] flat clean positions that have a token before them
     tokens: int = 0  # real (unpadded) sequence tokens
 
-    def to(self, device, non_blocking: bool = False) -> "Batch":
+    def to(self, device, non_blocking: bool = False) -> Batch:
         moved = {f.name: getattr(self, f.name).to(device, non_blocking=non_blocking)
                  for f in dataclasses.fields(self) if isinstance(getattr(self, f.name), torch.Tensor)}
         if self.layout is not None:
@@ -112,11 +113,11 @@ def pack(parts: list[Batch], filler: int) -> Batch:
     own = torch.full((B, N), T, dtype=torch.long)  # and no block
     rows, answers, clean = [], [], []
     for b, p in enumerate(parts):
-        l, n = p.noisy_from, p.input_ids.shape[1] - p.noisy_from
+        kept, n = p.noisy_from, p.input_ids.shape[1] - p.noisy_from
         for dst, src in ((ids, p.input_ids), (pos, p.position_ids)):
-            dst[b, :l], dst[b, L:L + n] = src[0, :l], src[0, l:]
-        prefix[b, :n], own[b, :n] = p.layout.prefix[0], p.layout.own[0] - l + L
-        rows.append(b * T + torch.where(p.rows >= l, p.rows - l + L, p.rows))
+            dst[b, :kept], dst[b, L:L + n] = src[0, :kept], src[0, kept:]
+        prefix[b, :n], own[b, :n] = p.layout.prefix[0], p.layout.own[0] - kept + L
+        rows.append(b * T + torch.where(p.rows >= kept, p.rows - kept + L, p.rows))
         answers.append(b * T + p.answers)
         clean.append(b * T + p.clean)
     return Batch(ids, pos, None, Layout(L, prefix, own, T), torch.cat([p.targets for p in parts]),

@@ -4,12 +4,15 @@ Block field names, no TextDelta events), kept to say how they were made:
     git archive 842e92a | tar -x -C OLD && ln -s ../prompts OLD/clover_code/prompts
     PYTHONPATH=OLD python make_before_issue_33.py OUTDIR
 """
-import asyncio, json, sys
+import asyncio
+import json
+import sys
 from pathlib import Path
-from clover_code.agent.loop import Agent, AgentSettings
+
 from clover_code.agent.context import Conversation
-from clover_code.agent.session import SessionLog
+from clover_code.agent.loop import Agent, AgentSettings
 from clover_code.agent.permissions import ModeApprover
+from clover_code.agent.session import SessionLog
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.tools import ToolContext, default_registry
 from clover_code.tools.workspace import Workspace
