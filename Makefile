@@ -1,9 +1,9 @@
-# Fresh machine: `make demo` (main job) or `make test` (the suite). Both build .venv first.
+# Fresh machine: `make demo` (main job) or `make test` (lint, types, then the suite). Both build .venv first.
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv test demo bench clean
+.PHONY: venv lint test demo bench clean
 
 venv: $(VENV)/.installed
 
@@ -15,14 +15,20 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-test: venv
+# Lint and types first (seconds): ruff on the code, the tests and the scripts, mypy strict on
+# the package (pyproject.toml's [tool.ruff] and [tool.mypy]).
+lint: venv
+	$(BIN)/ruff check clover_code tests tools
+	$(BIN)/mypy
+
+test: lint
 	$(BIN)/python -m pytest -q
 
 demo: venv
 	$(BIN)/python tools/demo.py
 
 bench: venv
-	$(BIN)/python tools/bench_engine.py
+	$(BIN)/python tools/bench/bench_engine.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -7,7 +7,7 @@ Copies sandbox/<task>/repo to a temporary folder, makes it a git repository, run
 task's check command and prints the run's blocks, forward passes, TPF and tokens/s.
 
 Without --model it runs the embedded default: the demo checkpoint shipped in the package
-(clover_code/models/clover-demo, trained by tools/train_demo_model.py).
+(clover_code/models/clover-demo, trained by tools/training/train_demo_model.py).
 """
 
 from __future__ import annotations

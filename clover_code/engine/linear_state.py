@@ -14,7 +14,7 @@ Cost: a linear layer's own projections run once per piece, so their weights (abo
 Clover's 35B) are read twice per fused pass instead of once; a chunked gated-delta kernel
 that hands back the state at the block boundary would read them once. On the tiny CPU hybrid
 a fused pass costs ~1.5x a denoise-only one, and a reply decodes ~1.3x faster fused
-(tools/bench_engine.py, case fusion).
+(tools/bench/bench_engine.py, case fusion).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Checkpoints shipped inside the package: the demo model that makes the embedded engine
-work on any machine (trained by tools/train_demo_model.py; see clover-demo/README.md)."""
+work on any machine (trained by tools/training/train_demo_model.py; see clover-demo/README.md)."""
 
 from __future__ import annotations
 

@@ -7,6 +7,6 @@ from pathlib import Path
 # and `clover-code` processes started by the tests inherit it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-TOOLS = str(Path(__file__).resolve().parents[2] / "tools")
+TOOLS = str(Path(__file__).resolve().parents[2] / "tools" / "training")
 if TOOLS not in sys.path:
     sys.path.insert(0, TOOLS)  # make_tiny_model, for checkpoints beyond the shared fixtures

@@ -1,4 +1,4 @@
-"""tools/bench_gpu.sh in its CPU toy mode: the GPU script runs end to end, so it cannot rot
+"""tools/bench/bench_gpu.sh in its CPU toy mode: the GPU script runs end to end, so it cannot rot
 between the sessions that are lent a GPU."""
 
 import json
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_gpu_benchmark_runs_on_cpu_at_toy_size(tmp_path):
     env = {**os.environ, "OUT": str(tmp_path), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(["bash", str(ROOT / "tools/bench_gpu.sh"), "--cpu", "--toy", "--runs", "2"],
+    proc = subprocess.run(["bash", str(ROOT / "tools/bench/bench_gpu.sh"), "--cpu", "--toy", "--runs", "2"],
                           capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)

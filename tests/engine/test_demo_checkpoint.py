@@ -9,7 +9,7 @@ from clover_code.engine.embedded import EmbeddedEngine
 from clover_code.engine.toolcalls import split_text
 from clover_code.models import demo_model
 from clover_code.tools import default_registry
-from tools.demo_model.split_names import compound_names
+from tools.training.demo_model.split_names import compound_names
 
 RENAME = ("Rename the function `calc_total` in the shop package to `order_total`, everywhere:\n"
           "its definition, every import and call site, and the tests. No `calc_total` may remain.\n"
@@ -42,7 +42,7 @@ def test_demo_checkpoint_decodes_in_parallel_and_calls_a_tool(tmp_path):
 
 def test_the_demo_tokenizer_spells_package_names_in_several_tokens():
     # a compound package name as a token of its own is rare in training and does not copy
-    # (tools/demo_model/split_names.py); the shipped tokenizer must not make one
+    # (tools/training/demo_model/split_names.py); the shipped tokenizer must not make one
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(demo_model())

@@ -24,7 +24,7 @@ def loaded(request):
 @pytest.fixture(scope="module", params=["attention", "hybrid"])
 def plain(request, tmp_path_factory):
     """Unpeaked checkpoints: logits at their natural scale, so 1e-5 is a tight bound."""
-    from make_tiny_model import make_tiny_model  # tools/ is on sys.path via conftest
+    from make_tiny_model import make_tiny_model  # tools/training/ is on sys.path via conftest
 
     folder = make_tiny_model(tmp_path_factory.mktemp("plain"), request.param)
     model = AutoModelForCausalLM.from_pretrained(folder).eval()

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from tools.demo_model.chat import CHAT_TEMPLATE, check_row, render, session_row, train_tokenizer
-from tools.demo_model.sessions import GIT_ENV, generate
-from tools.demo_model.train import BLOCK, forward, step_loss, two_stream
+from tools.training.demo_model.chat import CHAT_TEMPLATE, check_row, render, session_row, train_tokenizer
+from tools.training.demo_model.sessions import GIT_ENV, generate
+from tools.training.demo_model.train import BLOCK, forward, step_loss, two_stream
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,7 +65,7 @@ def tiny_two_stream_setup():
     """A generated session's row, a tiny random demo-shaped model, and a two-stream batch."""
     from transformers import AutoModelForCausalLM
 
-    from tools.train_demo_model import build_config
+    from tools.training.train_demo_model import build_config
 
     session, tools, tokenizer = small_setup()
     row = session_row(tokenizer, session, tools)
@@ -126,7 +126,7 @@ def test_invented_names_replace_a_sessions_names_consistently_everywhere():
     import json
     import re
 
-    from tools.demo_model.rename import renamed, session_names
+    from tools.training.demo_model.rename import renamed, session_names
 
     os.environ.update(GIT_ENV)
     session = generate(5, "fix-bug")
@@ -160,8 +160,8 @@ def test_invented_names_replace_a_sessions_names_consistently_everywhere():
 def test_renaming_keeps_the_name_of_the_function_an_add_function_task_asks_for():
     import json
 
-    from tools.demo_model.families import NEW_FUNCTIONS
-    from tools.demo_model.rename import renamed, session_names
+    from tools.training.demo_model.families import NEW_FUNCTIONS
+    from tools.training.demo_model.rename import renamed, session_names
 
     os.environ.update(GIT_ENV)
     session = generate(2, "add-function")
@@ -175,7 +175,7 @@ def test_renaming_keeps_the_name_of_the_function_an_add_function_task_asks_for()
 
 
 def test_parameters_and_locals_are_renamed_but_not_names_used_as_attributes():
-    from tools.demo_model.rename import local_names
+    from tools.training.demo_model.rename import local_names
 
     code = ("def mode(values, limit: int = 3):\n    counts = Counter(values)\n"
             "    best = max(counts.values())\n    return best\n")
@@ -185,7 +185,7 @@ def test_parameters_and_locals_are_renamed_but_not_names_used_as_attributes():
 def test_a_copy_drill_edits_a_line_of_the_file_it_read_and_its_names_are_renamable():
     import json
 
-    from tools.demo_model.rename import session_names
+    from tools.training.demo_model.rename import session_names
 
     os.environ.update(GIT_ENV)
     session = generate(11, "edit-line", slip_rate=0.0)
@@ -203,8 +203,8 @@ def test_a_copy_drill_edits_a_line_of_the_file_it_read_and_its_names_are_renamab
 
 
 def test_a_bare_copy_row_targets_exactly_the_span_its_prompt_holds_between_backticks():
-    from tools.demo_model.copy_task import copy_row
-    from tools.demo_model.rename import vocabulary_words
+    from tools.training.demo_model.copy_task import copy_row
+    from tools.training.demo_model.rename import vocabulary_words
 
     _, _, tokenizer = small_setup()
     words = vocabulary_words(tokenizer)
@@ -246,7 +246,7 @@ def test_fix_bug_finds_the_file_through_grep_so_every_name_is_copied_from_the_st
 def test_fix_bug_test_suites_vary_their_layout_and_the_first_failure_still_names_the_buggy_function(tmp_path):
     import subprocess
 
-    from tools.demo_model.families import fix_bug
+    from tools.training.demo_model.families import fix_bug
 
     layouts = set()
     for seed in range(40):
@@ -271,7 +271,7 @@ def test_fix_bug_test_suites_vary_their_layout_and_the_first_failure_still_names
 
 
 def test_a_slip_is_a_real_tool_error_then_the_right_step_and_never_a_training_target():
-    from tools.demo_model.chat import is_target
+    from tools.training.demo_model.chat import is_target
 
     os.environ.update(GIT_ENV)
     session = next(s for seed in range(8) if (s := generate(seed, "fix-bug", slip_rate=1.0)) is not None
@@ -295,8 +295,8 @@ def test_a_slip_is_a_real_tool_error_then_the_right_step_and_never_a_training_ta
 def test_the_evaluator_scores_target_turns_and_reports_recovery_after_a_slip():
     from clover_code.models import demo_model
     from clover_code.tools import default_registry
-    from tools.demo_model.chat import is_target
-    from tools.demo_model.evaluate import evaluate
+    from tools.training.demo_model.chat import is_target
+    from tools.training.demo_model.evaluate import evaluate
 
     os.environ.update(GIT_ENV)
     session = next(s for seed in range(8) if (s := generate(seed, "fix-bug", slip_rate=1.0)) is not None
@@ -314,9 +314,9 @@ def test_the_evaluator_scores_target_turns_and_reports_recovery_after_a_slip():
 
 
 def test_the_copy_probe_scores_exactly_the_tokens_of_the_fresh_names_in_the_turns():
-    from tools.demo_model.chat import session_row
-    from tools.demo_model.copy_probe import name_blocks, words_of
-    from tools.demo_model.rename import renamed, vocabulary_words
+    from tools.training.demo_model.chat import session_row
+    from tools.training.demo_model.copy_probe import name_blocks, words_of
+    from tools.training.demo_model.rename import renamed, vocabulary_words
 
     fresh_words = "lantern harbor meadow cobalt willow ember quartz saddle"
     session, tools, tokenizer = small_setup(f"{fresh_words} " * 20, vocab=600)
@@ -338,7 +338,7 @@ def test_renaming_depends_only_on_the_seed_not_on_the_interpreters_hash_seed(tmp
 
     os.environ.update(GIT_ENV)
     (tmp_path / "session.json").write_text(json.dumps(generate(5, "fix-bug")))
-    code = ("import json, random, sys; sys.path.insert(0, '.'); from tools.demo_model.rename import renamed;"
+    code = ("import json, random, sys; sys.path.insert(0, '.'); from tools.training.demo_model.rename import renamed;"
             f"s = json.load(open({str(tmp_path / 'session.json')!r}));"
             "print(json.dumps(renamed(s, random.Random(0), ['lantern', 'harbor', 'meadow'])))")
     runs = {subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
@@ -347,7 +347,7 @@ def test_renaming_depends_only_on_the_seed_not_on_the_interpreters_hash_seed(tmp
 
 
 def test_packed_rows_compute_exactly_what_each_row_computes_alone():
-    from tools.demo_model.train import pack
+    from tools.training.demo_model.train import pack
 
     tokenizer, row, model, _ = tiny_two_stream_setup()
     rng, pad = random.Random(1), tokenizer.pad_token_id
@@ -369,7 +369,7 @@ def test_packed_rows_compute_exactly_what_each_row_computes_alone():
 
 
 def test_rows_are_grouped_by_size_within_the_token_budget():
-    from tools.demo_model.mix import group_by_size, padded_size
+    from tools.training.demo_model.mix import group_by_size, padded_size
 
     tokenizer, row, _, _ = tiny_two_stream_setup()
     rng = random.Random(2)
@@ -383,7 +383,7 @@ def test_rows_are_grouped_by_size_within_the_token_budget():
 
 
 def test_a_family_weight_draws_that_familys_sessions_that_many_times_as_often():
-    from tools.demo_model.mix import Rates, RowSource
+    from tools.training.demo_model.mix import Rates, RowSource
 
     sessions = [{"family": f} for f in ("fix-bug", "add-function", "rename") * 4]
     uniform = RowSource(None, [], sessions, [], [], [], Rates())
@@ -394,7 +394,7 @@ def test_a_family_weight_draws_that_familys_sessions_that_many_times_as_often():
     drawn = [sessions[weighted.session_index(rng)]["family"] for _ in range(4000)]
     assert drawn.count("rename") == 0
     assert 2.6 < drawn.count("add-function") / drawn.count("fix-bug") < 3.4
-    from tools.train_demo_model import family_weights
+    from tools.training.train_demo_model import family_weights
 
     assert family_weights(["add-function=2.5"], sessions) == {"add-function": 2.5}
     for bad, says in (("add-fn=2", "no 'add-fn' sessions"), ("rename", "expected FAMILY=WEIGHT")):
@@ -409,7 +409,7 @@ def test_a_plan_fits_its_length_to_the_time_left_and_starts_phases_at_fractions_
 
     import pytest
 
-    from tools.demo_model.plan import Phase, Plan, parse_steps
+    from tools.training.demo_model.plan import Phase, Plan, parse_steps
 
     plan = Plan(parse_steps("auto"), [Phase.parse("0.8:0.3:0.5"), Phase.parse("0:0.3:0.5"), Phase.parse("0.5:0.9:0.7")])
     assert plan.phase_at(0) == Phase(0.0, 0.3, 0.5) and plan.phase_at(10_000) == Phase(0.0, 0.3, 0.5)  # length unknown
@@ -428,7 +428,7 @@ def test_a_plan_fits_its_length_to_the_time_left_and_starts_phases_at_fractions_
 def test_the_large_shape_still_ships_within_30_mb_in_fp16():
     from transformers import AutoTokenizer
 
-    from tools.train_demo_model import DEFAULT_OUT, build_model
+    from tools.training.train_demo_model import DEFAULT_OUT, build_model
 
     tokenizer = AutoTokenizer.from_pretrained(DEFAULT_OUT)
     default = sum(p.numel() for p in build_model("attention", tokenizer, 0).parameters())
@@ -440,7 +440,7 @@ def test_the_large_shape_still_ships_within_30_mb_in_fp16():
 def test_a_grown_model_computes_what_the_original_did_and_its_new_layers_can_learn():
     from transformers import AutoModelForCausalLM, Qwen3MoeConfig
 
-    from tools.demo_model.grow import grow, layer_plan
+    from tools.training.demo_model.grow import grow, layer_plan
 
     torch.manual_seed(0)
     config = Qwen3MoeConfig(vocab_size=97, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
@@ -469,7 +469,7 @@ def test_splitting_compound_names_spells_them_with_their_words_and_keeps_other_t
 
     from tokenizers import Tokenizer
 
-    from tools.demo_model.split_names import compound_names, split_compounds
+    from tools.training.demo_model.split_names import compound_names, split_compounds
 
     compounds = compound_names(("path", "calc"), ("kit", "ops", ""))
     assert compounds == {"pathkit": ("path", "kit"), "pathops": ("path", "ops"),
@@ -495,7 +495,7 @@ def test_an_on_policy_block_is_the_engines_own_state_before_its_first_wrong_comm
     state before that step (what it had committed in steps one and two, the rest masked)."""
     from clover_code.engine.decoding import DecodeOptions, decode_blocks
     from clover_code.engine.denoisers import ModelDenoiser, read_props
-    from tools.demo_model.on_policy import visited_states
+    from tools.training.demo_model.on_policy import visited_states
 
     tokenizer, row, model, _ = tiny_two_stream_setup()
     mask = tokenizer.mask_token_id
@@ -519,7 +519,7 @@ def test_an_on_policy_block_is_the_engines_own_state_before_its_first_wrong_comm
 
 
 def test_on_policy_states_keep_their_true_tokens_and_train_only_the_masked_positions():
-    from tools.demo_model.on_policy import visited_states
+    from tools.training.demo_model.on_policy import visited_states
 
     tokenizer, row, model, _ = tiny_two_stream_setup()
     mask, filler = tokenizer.mask_token_id, tokenizer.pad_token_id

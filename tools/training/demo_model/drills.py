@@ -7,14 +7,14 @@ copied, even with only the name masked and the rest of the call given). A copy c
 under a dense copy signal: in a 4-layer model, after some 5,000 sequences that are half
 copies. A drill is one edit of one line of a generated module: the path comes from the
 prompt, the line to replace from the file read just before, the new line is that line with
-one expression changed. Run through the real tools like the families (tools/demo_model/sessions.py).
+one expression changed. Run through the real tools like the families (tools/training/demo_model/sessions.py).
 """
 
 from __future__ import annotations
 
 import random
 
-from tools.demo_model.families import NOUNS, VERBS, WORDS, Call, Task, join_words, package_name, wrap
+from tools.training.demo_model.families import NOUNS, VERBS, WORDS, Call, Task, join_words, package_name, wrap
 
 OPERATORS = {"+": "add", "-": "subtract", "*": "multiply", "//": "floor-divide", "%": "take the remainder of"}
 

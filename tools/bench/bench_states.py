@@ -1,4 +1,4 @@
-"""The prefix-state cases of tools/bench_engine.py (issue 35), one function per case, each
+"""The prefix-state cases of tools/bench/bench_engine.py (issue 35), one function per case, each
 measured side by side (A B A B ...) through EmbeddedEngine on one tiny checkpoint:
 
   fusion          TPF and passes per denoise step, fused commit vs a pass of its own per commit

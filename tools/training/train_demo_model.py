@@ -1,20 +1,21 @@
 """Train the demo checkpoint that ships inside the package (issue 7).
 
-    python tools/train_demo_model.py data  --run RUN [--count 6000] [--heldout 150] [--workers 2] [--slip-rate 0.3]
-    python tools/train_demo_model.py train --run RUN [--kind attention|hybrid] [--steps N] [--minutes M]
-                                           [--device cuda --batch-tokens 65536 --workers 12]
-    python tools/train_demo_model.py eval  --run RUN [--limit 150] [--sessions FILE] [--no-scaffold] [--draft]
-    python tools/train_demo_model.py probe --run RUN --model DIR [--limit 20] [--sessions FILE]
-    python tools/train_demo_model.py export --run RUN [--out clover_code/models/clover-demo]
+    python tools/training/train_demo_model.py data  --run RUN [--count 6000] [--heldout 150] [--workers 2]
+                                                    [--slip-rate 0.3]
+    python tools/training/train_demo_model.py train --run RUN [--kind attention|hybrid] [--steps N] [--minutes M]
+                                                    [--device cuda --batch-tokens 65536 --workers 12]
+    python tools/training/train_demo_model.py eval  --run RUN [--limit 150] [--sessions FILE] [--no-scaffold] [--draft]
+    python tools/training/train_demo_model.py probe --run RUN --model DIR [--limit 20] [--sessions FILE]
+    python tools/training/train_demo_model.py export --run RUN [--out clover_code/models/clover-demo]
 
-`data` writes synthetic agent sessions (tools/demo_model/sessions.py: the sandbox task
+`data` writes synthetic agent sessions (tools/training/demo_model/sessions.py: the sandbox task
 families run through the real tools on generated repositories) to RUN/data; the held-out
 sessions use seeds the training ones never do. `train` trains a byte-level BPE on them,
 then the model, checkpointing to RUN/state.pt every few minutes and resuming from it; it
 is reproducible from --seed. `eval` decodes every assistant turn of the held-out sessions
 with the real embedded engine at threshold 0.95 and scores the tool calls. `probe` measures
 copying: how often the model writes the fresh names of renamed held-out sessions, teacher-
-forced (tools/demo_model/copy_probe.py). `export` writes
+forced (tools/training/demo_model/copy_probe.py). `export` writes
 the checkpoint in fp16 with its tokenizer and chat template.
 """
 
@@ -33,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 DEFAULT_OUT = ROOT / "clover_code" / "models" / "clover-demo"
@@ -67,7 +68,7 @@ def load_sessions(pattern: str) -> list[dict]:
 def cmd_data(args) -> int:
     data = args.run / "data"
     data.mkdir(parents=True, exist_ok=True)
-    gen = [sys.executable, "-m", "tools.demo_model.sessions"]
+    gen = [sys.executable, "-m", "tools.training.demo_model.sessions"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     slips = ["--slip-rate", str(args.slip_rate)]
     subprocess.run([*gen, str(data / "heldout.jsonl"), "--count", str(args.heldout), "--seed", "10000000", *slips],
@@ -132,7 +133,7 @@ def tokenizer_and_rows(run: Path, tools: list[dict], vocab: int, init_from: Path
     import torch
     from transformers import AutoTokenizer
 
-    from tools.demo_model.chat import check_row, render, session_row, train_tokenizer
+    from tools.training.demo_model.chat import check_row, render, session_row, train_tokenizer
 
     sessions = load_sessions(str(run / "data" / "train.jsonl*"))
     tok_dir = run / "tokenizer"
@@ -142,7 +143,7 @@ def tokenizer_and_rows(run: Path, tools: list[dict], vocab: int, init_from: Path
         from tokenizers import Tokenizer, models
         from transformers import PreTrainedTokenizerFast
 
-        from tools.demo_model.chat import CHAT_TEMPLATE
+        from tools.training.demo_model.chat import CHAT_TEMPLATE
 
         plain = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.BPE()), chat_template=CHAT_TEMPLATE)
         texts = [render(plain, s["messages"], tools) for s in sessions]
@@ -166,10 +167,10 @@ def tokenizer_and_rows(run: Path, tools: list[dict], vocab: int, init_from: Path
 def cmd_train(args) -> int:
     import torch
 
-    from tools.demo_model.mix import Rates, RowSource
-    from tools.demo_model.plan import Plan
-    from tools.demo_model.rename import vocabulary_words
-    from tools.demo_model.train import Meter, lr_at, step_loss
+    from tools.training.demo_model.mix import Rates, RowSource
+    from tools.training.demo_model.plan import Plan
+    from tools.training.demo_model.rename import vocabulary_words
+    from tools.training.demo_model.train import Meter, lr_at, step_loss
 
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -329,12 +330,12 @@ def batches(args, source, rng: random.Random, step: int, model):
     with the run), or, with --batch-tokens, rows packed into padded batches by
     --workers processes (their generators seeded by the run's seed and this step).
     With --on-policy-rate, that share of rows trains one of its copies on the states the
-    model's own decoding visits (tools/demo_model/on_policy.py)."""
+    model's own decoding visits (tools/training/demo_model/on_policy.py)."""
     import torch
 
-    from tools.demo_model.mix import PackedBatches
-    from tools.demo_model.on_policy import visited_states
-    from tools.demo_model.train import one_block, two_stream
+    from tools.training.demo_model.mix import PackedBatches
+    from tools.training.demo_model.on_policy import visited_states
+    from tools.training.demo_model.train import one_block, two_stream
 
     tokenizer = source.tokenizer
     mask_id, filler = tokenizer.mask_token_id, tokenizer.pad_token_id
@@ -381,7 +382,7 @@ def cmd_export(args) -> int:
 # -- eval ------------------------------------------------------------------------------------
 
 def cmd_eval(args) -> int:
-    from tools.demo_model.evaluate import evaluate
+    from tools.training.demo_model.evaluate import evaluate
 
     sessions = load_sessions(str(args.sessions or args.run / "data" / "heldout.jsonl"))[: args.limit]
     report = evaluate(args.model, sessions, tool_schemas(), threshold=args.threshold, scaffold=args.scaffold,
@@ -396,7 +397,7 @@ def cmd_grow(args) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from tools.demo_model.grow import grow
+    from tools.training.demo_model.grow import grow
 
     model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
     try:
@@ -417,7 +418,7 @@ def cmd_split_names(args) -> int:
 
     from transformers import AutoTokenizer
 
-    from tools.demo_model.split_names import compound_names, split_compounds
+    from tools.training.demo_model.split_names import compound_names, split_compounds
 
     if not (args.model / "tokenizer.json").exists():
         raise SystemExit(f"split-names: {args.model} holds no tokenizer.json")
@@ -447,7 +448,7 @@ def cmd_probe(args) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from tools.demo_model.copy_probe import copy_probe
+    from tools.training.demo_model.copy_probe import copy_probe
 
     torch.set_num_threads(args.threads)
     sessions = load_sessions(str(args.sessions or args.run / "data" / "heldout.jsonl"))[: args.limit]
@@ -457,9 +458,9 @@ def cmd_probe(args) -> int:
 
 
 def main() -> int:
-    from tools.demo_model.chat import SPLITS
-    from tools.demo_model.plan import Phase, parse_steps
-    from tools.demo_model.sessions import SLIP_RATE
+    from tools.training.demo_model.chat import SPLITS
+    from tools.training.demo_model.plan import Phase, parse_steps
+    from tools.training.demo_model.sessions import SLIP_RATE
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -472,7 +473,7 @@ def main() -> int:
     sub.choices["data"].add_argument("--heldout", type=int, default=150)
     sub.choices["data"].add_argument("--slip-rate", type=float, default=SLIP_RATE,
                                      help="share of sessions with one slip and its recovery "
-                                          "(tools/demo_model/sessions.py)")
+                                          "(tools/training/demo_model/sessions.py)")
     sub.choices["data"].add_argument("--workers", type=int, default=2)
     t = sub.choices["train"]
     t.add_argument("--steps", type=parse_steps, default=4000,
@@ -486,15 +487,15 @@ def main() -> int:
     t.add_argument("--accum", type=int, default=4, help="sessions per optimizer step")
     t.add_argument("--copies", type=int, default=2, help="noisy copies of each block per session")
     t.add_argument("--rename-rate", type=float, default=0.5,
-                   help="share of sessions trained with invented names (tools/demo_model/rename.py)")
+                   help="share of sessions trained with invented names (tools/training/demo_model/rename.py)")
     t.add_argument("--prefix-rate", type=float, default=0.0,
                    help="share of sessions trained only up to a random one of their turns "
                         "(cheaper; favours early turns)")
     t.add_argument("--ar-weight", type=float, default=0.0,
-                   help="weight of next-token loss over the clean prefix stream (tools/demo_model/train.py)")
+                   help="weight of next-token loss over the clean prefix stream (tools/training/demo_model/train.py)")
     t.add_argument("--ar-scope", choices=("all", "turns"), default="all",
                    help="next-token targets: every token, or only the assistant turns' tokens")
-    t.add_argument("--drills", type=Path, help="copy drill sessions (tools/demo_model/drills.py) to mix in")
+    t.add_argument("--drills", type=Path, help="copy drill sessions (tools/training/demo_model/drills.py) to mix in")
     t.add_argument("--drill-rate", type=float, default=0.5, help="share of the sequences drawn from --drills")
     t.add_argument("--phase", type=Phase.parse, action="append", default=[],
                    help="FRACTION:DRILL_RATE:RENAME_RATE: from that fraction of the steps on, these rates "
@@ -502,12 +503,12 @@ def main() -> int:
     t.add_argument("--family-weight", action="append", default=[], metavar="FAMILY=W",
                    help="draw that family's sessions W times as often as the others (repeatable)")
     t.add_argument("--copy-rate", type=float, default=0.0,
-                   help="share of the sequences that are bare copy rows (tools/demo_model/copy_task.py)")
+                   help="share of the sequences that are bare copy rows (tools/training/demo_model/copy_task.py)")
     t.add_argument("--copy-noise", type=int, default=40,
                    help="most random words either side of a copy row's span (0: the bare span)")
     t.add_argument("--on-policy-rate", type=float, default=0.0,
                    help="share of the rows whose last noisy copy is a state the model's own decoding visits, "
-                        "the one before its first wrong commit if any (tools/demo_model/on_policy.py)")
+                        "the one before its first wrong commit if any (tools/training/demo_model/on_policy.py)")
     t.add_argument("--on-policy-rounds", type=int, default=6,
                    help="most denoising passes per row for --on-policy-rate (each a forward pass without gradients)")
     t.add_argument("--aux", type=float, default=0.01, help="MoE load-balancing loss weight")
@@ -515,7 +516,7 @@ def main() -> int:
                    help="the model's shape (SIZES; large: attention only, 6 layers, 12M parameters)")
     t.add_argument("--vocab", type=int, default=4096)
     t.add_argument("--split", choices=sorted(SPLITS), default="words",
-                   help="how text is cut before BPE, for a run's new tokenizer (tools/demo_model/chat.py)")
+                   help="how text is cut before BPE, for a run's new tokenizer (tools/training/demo_model/chat.py)")
     t.add_argument("--threads", type=int, default=2)
     t.add_argument("--bf16", action="store_true",
                    help="forward and backward under bfloat16 autocast (weights and optimizer stay float32); "
@@ -545,13 +546,13 @@ def main() -> int:
     c.add_argument("--sessions", type=Path,
                    help="held-out sessions to rename and probe (default: RUN/data/heldout.jsonl)")
     c.add_argument("--threads", type=int, default=1)
-    g = sub.add_parser("grow", help="deepen an exported checkpoint (tools/demo_model/grow.py)")
+    g = sub.add_parser("grow", help="deepen an exported checkpoint (tools/training/demo_model/grow.py)")
     g.add_argument("--model", type=Path, default=DEFAULT_OUT, help="the exported checkpoint to deepen")
     g.add_argument("--out", type=Path, required=True)
     g.add_argument("--after", type=layer_list, required=True,
                    help="insert a zero-output copy after each of these layers (0-based, like 1,3)")
     n = sub.add_parser("split-names", help="spell compound package names with frequent tokens "
-                       "(tools/demo_model/split_names.py)")
+                       "(tools/training/demo_model/split_names.py)")
     n.add_argument("--model", type=Path, default=DEFAULT_OUT, help="the exported checkpoint whose tokenizer to change")
     n.add_argument("--out", type=Path, required=True, help="where the checkpoint goes with the changed tokenizer")
     args = p.parse_args()

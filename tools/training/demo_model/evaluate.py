@@ -1,6 +1,6 @@
 """Score a checkpoint on held-out sessions with the real embedded engine.
 
-Every assistant turn of every session (but slips: tools/demo_model/sessions.py) is decoded
+Every assistant turn of every session (but slips: tools/training/demo_model/sessions.py) is decoded
 from the session's true history (the conversation up to that turn) at the given threshold,
 greedy. Figures: tokens per forward pass, the share of written tool calls that parse and
 pass their schema, the share of expected calls written exactly (tool and arguments, in
@@ -57,7 +57,7 @@ def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: fl
              max_tokens: int = 768, scaffold: bool = True, draft: bool = False) -> dict:
     from clover_code.engine.embedded import EmbeddedEngine
     from clover_code.tools import default_registry
-    from tools.demo_model.chat import is_target
+    from tools.training.demo_model.chat import is_target
 
     registry = default_registry()
     engine = EmbeddedEngine(model, threshold=threshold, scaffold=scaffold, draft=draft)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 
-from tools.demo_model.families import SUFFIXES, WORDS
+from tools.training.demo_model.families import SUFFIXES, WORDS
 
 
 def compound_names(words=WORDS, suffixes=SUFFIXES) -> dict[str, tuple[str, str]]:

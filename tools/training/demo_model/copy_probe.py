@@ -1,6 +1,6 @@
 """Teacher-forced copy probe: can the model write a name it has never seen used there?
 
-Each held-out session is renamed with fresh words (tools/demo_model/rename.py); every block
+Each held-out session is renamed with fresh words (tools/training/demo_model/rename.py); every block
 of every assistant turn that holds one of the new names is then scored at each name token
 twice: with only that token masked and the rest of the block given (the last denoising
 step, the easiest case), and with the whole block masked (the first step). A model that
@@ -16,10 +16,10 @@ import re
 
 import torch
 
-from tools.demo_model.attention import BLOCK, Layout
-from tools.demo_model.chat import session_row
-from tools.demo_model.rename import renamed, vocabulary_words
-from tools.demo_model.train import Batch, forward, turn_blocks
+from tools.training.demo_model.attention import BLOCK, Layout
+from tools.training.demo_model.chat import session_row
+from tools.training.demo_model.rename import renamed, vocabulary_words
+from tools.training.demo_model.train import Batch, forward, turn_blocks
 
 
 def words_of(session: dict) -> set[str]:

@@ -1,6 +1,6 @@
 """How fast the TUI shows committed blocks, next to a bare Textual `Log` on the same machine.
 
-    python tools/bench_tui.py [--json] [--runs 5] [--blocks 120]
+    python tools/bench/bench_tui.py [--json] [--runs 5] [--blocks 120]
 
 For each rate (500 and 2,000 tokens/s, 32-token blocks) and each run, after a warm-up,
 side by side (ours, Log, ours, Log, ...):

@@ -1,6 +1,6 @@
 """Agent-loop overhead, on a scripted engine and the real tools.
 
-    python tools/bench_agent.py [--json] [--runs 7] [--round-trips 20]
+    python tools/bench/bench_agent.py [--json] [--runs 7] [--round-trips 20]
 
 loop_overhead_ms     per tool round-trip (one model request ending in one tool call, the
                      tool run, its result fed back): the wall time of a task minus the time
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench_machine import machine_info  # noqa: E402

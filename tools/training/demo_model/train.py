@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from tools.demo_model.attention import BLOCK, Layout
-from tools.demo_model.attention import NAME as TWO_STREAM
-from tools.demo_model.chat import Row
+from tools.training.demo_model.attention import BLOCK, Layout
+from tools.training.demo_model.attention import NAME as TWO_STREAM
+from tools.training.demo_model.chat import Row
 
 
 @dataclass
@@ -33,7 +33,7 @@ class Batch:
     input_ids: torch.Tensor  # [B, T]
     position_ids: torch.Tensor  # [B, T]
     mask: torch.Tensor | None  # [1, 1, T, T] additive (one_block)
-    layout: Layout | None  # or the two-stream layout (tools/demo_model/attention.py)
+    layout: Layout | None  # or the two-stream layout (tools/training/demo_model/attention.py)
     targets: torch.Tensor  # [N] token ids at the noisy positions that are masked
     rows: torch.Tensor  # [N] their flat positions
     noisy_from: int  # first position of the noisy stream (in every row)
@@ -82,7 +82,7 @@ State = tuple[int, list[int], list[int]]  # a noisy block: (start position, 32 t
 def two_stream(row: Row, mask_id: int, filler: int, rng: random.Random, copies: int,
                states: list[State] = ()) -> Batch:
     """Clean sequence + `copies` noisy versions of each assistant block with random masks,
-    then the given (start, block, noisy block) states (tools/demo_model/on_policy.py)."""
+    then the given (start, block, noisy block) states (tools/training/demo_model/on_policy.py)."""
     L = len(row.ids)
     ids, pos, targets, where, starts = list(row.ids), list(range(L)), [], [], []
     randomly = [(start, block, *noise(block, mask_id, rng)) for _ in range(copies)

@@ -1,7 +1,7 @@
 """Synthetic agent sessions: a task family's plan run through the real tools on a real
 generated git repository, recorded as the messages the agent would send the model.
 
-    python -m tools.demo_model.sessions OUT.jsonl --count N --seed S [--workers W]
+    python -m tools.training.demo_model.sessions OUT.jsonl --count N --seed S [--workers W]
 
 Each line of OUT is {"family", "messages"} in the agent's OpenAI message format (system,
 user, assistant with tool_calls, tool). The system prompt is the real one
@@ -25,13 +25,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from tools.demo import GIT_ENV as GIT_IDENTITY  # noqa: E402
 from tools.demo import commit_all  # noqa: E402
-from tools.demo_model.drills import DRILLS  # noqa: E402
-from tools.demo_model.families import FAMILIES, Call, Task, package_name  # noqa: E402
+from tools.training.demo_model.drills import DRILLS  # noqa: E402
+from tools.training.demo_model.families import FAMILIES, Call, Task, package_name  # noqa: E402
 
 TASKS = {**FAMILIES, **DRILLS}  # what --family may name; a session with none named draws a family
 
@@ -161,7 +161,7 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0, help="first seed; session i uses seed + i")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--family", choices=sorted(TASKS),
-                   help="one family or drill (tools/demo_model/drills.py); default: every family")
+                   help="one family or drill (tools/training/demo_model/drills.py); default: every family")
     p.add_argument("--slip-rate", type=float, default=SLIP_RATE,
                    help="share of sessions with one slip and its recovery")
     args = p.parse_args()

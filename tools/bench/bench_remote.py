@@ -1,7 +1,7 @@
 """What serving costs: `clover-code serve` + RemoteEngine on loopback vs the embedded
 engine in-process, for the same request on the same checkpoint.
 
-    python tools/bench_remote.py [--json] [--model CKPT] [--runs 7] [--max-tokens 128]
+    python tools/bench/bench_remote.py [--json] [--model CKPT] [--runs 7] [--max-tokens 128]
 
 block_latency_overhead_ms: per block, how much later it reaches the consumer through
 serve + RemoteEngine than in-process, counted from the request (median over blocks and
@@ -29,8 +29,8 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tools")]
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "tools" / "training")]  # the package; make_tiny_model
 
 from bench_machine import cpu_model  # noqa: E402
 

@@ -1,7 +1,7 @@
-"""The engine on a random checkpoint with Clover's real shape, bf16 on CUDA (tools/bench_gpu.sh).
+"""The engine on a random checkpoint with Clover's real shape, bf16 on CUDA (tools/bench/bench_gpu.sh).
 
-    python tools/bench_gpu.py [--layers N] [--prefixes 1024,32768,130048] [--out FILE]
-    python tools/bench_gpu.py --cpu --toy        # seconds, on CPU: keeps the script from rotting
+    python tools/bench/bench_gpu.py [--layers N] [--prefixes 1024,32768,130048] [--out FILE]
+    python tools/bench/bench_gpu.py --cpu --toy        # seconds, on CPU: keeps the script from rotting
 
 Clover-35B-A3B is a `qwen3_5_moe` hybrid: transformers' Qwen3_5MoeTextConfig defaults are its
 base's published shape (hidden 2048, 40 layers, 3 Gated DeltaNet : 1 gated attention, 16/2 heads
@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT)]
 
 PEAK_VOCAB = 512  # output ids the peaked head can say

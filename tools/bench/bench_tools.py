@@ -1,6 +1,6 @@
 """Benchmark the search tools and turn checkpoints on generated trees.
 
-    python tools/bench_tools.py [--json] [--runs N]
+    python tools/bench/bench_tools.py [--json] [--runs N]
 
 - grep_vs_rg: our grep tool (through the registry) vs raw `rg -n` on a 50,000-file
   tree, run A B A B ..., ratio of medians after a warm-up (goal <= 1.5);
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench_machine import machine_info  # noqa: E402

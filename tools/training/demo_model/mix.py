@@ -11,10 +11,10 @@ from itertools import accumulate
 
 import torch
 
-from tools.demo_model.chat import Row, session_row
-from tools.demo_model.copy_task import copy_row
-from tools.demo_model.rename import renamed
-from tools.demo_model.train import BLOCK, Batch, pack, two_stream
+from tools.training.demo_model.chat import Row, session_row
+from tools.training.demo_model.copy_task import copy_row
+from tools.training.demo_model.rename import renamed
+from tools.training.demo_model.train import BLOCK, Batch, pack, two_stream
 
 
 @dataclass

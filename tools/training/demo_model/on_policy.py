@@ -20,9 +20,9 @@ import torch
 
 from clover_code.engine import DEFAULT_THRESHOLD
 from clover_code.engine.decoding import needed_limit, select_commits
-from tools.demo_model.attention import BLOCK, Layout
-from tools.demo_model.chat import Row
-from tools.demo_model.train import Batch, State, forward, turn_blocks
+from tools.training.demo_model.attention import BLOCK, Layout
+from tools.training.demo_model.chat import Row
+from tools.training.demo_model.train import Batch, State, forward, turn_blocks
 
 
 @torch.no_grad()

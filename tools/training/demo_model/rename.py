@@ -22,7 +22,7 @@ import keyword
 import random
 import re
 
-from tools.demo_model.families import NEW_FUNCTIONS, numeric_functions
+from tools.training.demo_model.families import NEW_FUNCTIONS, numeric_functions
 
 ONSETS = ["b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z",
           "br", "cr", "dr", "fl", "gr", "kl", "pl", "pr", "st", "tr", "sk"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 
-from tools.demo_model.chat import Row
+from tools.training.demo_model.chat import Row
 
 # what joins the words of a span: the separators of code, paths and prose
 SEPARATORS = [" ", " ", " ", "_", "_", "/", ".", ", ", " = ", "(", ") ", "\n    ", ": "]
