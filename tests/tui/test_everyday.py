@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from rich.console import Console
+from textual import events
 from textual.widgets import Static
 from tui_helpers import call, idle, notes, ready, scripted_app, send, wait_for
 
@@ -264,3 +265,21 @@ async def test_resume_picker_lists_sessions_and_esc_keeps_this_one(repo):
         await wait_for(pilot, lambda: not app.screen.is_modal)
         await asyncio.sleep(0.1)
         assert app.agent.session.id == current
+
+
+async def test_keys_typed_faster_than_the_popup_follows_go_where_they_were_typed(repo):
+    """`/undo 1` and Enter in one burst (a paste of keys, a fast typist): the popup opened at
+    `/undo` must not take the Enter meant for the whole line."""
+    app = scripted_app(repo, ["One.", "Two."])
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        for task in ("first", "second"):
+            await send(pilot, task)
+            await idle(pilot)
+        editor = app.query_one(InputEditor)
+        await pilot.press(*"/undo")
+        assert app.query_one(CompletionPopup).is_open
+        for key in ("space", "1", "enter"):  # queued at once: their Changed messages land behind them
+            editor.post_message(events.Key(key, " " if key == "space" else key if key == "1" else None))
+        await wait_for(pilot, lambda: "Rewound to before message 1" in notes(app))
+        assert not isinstance(app.screen, RewindPicker)

@@ -139,6 +139,8 @@ class Completer:
 
     def key(self, key: str) -> bool:
         """Whether `key` was the popup's (the editor then does nothing with it)."""
+        if self.popup.is_open and self.editor.text != self._text:
+            self.text_changed()  # keys typed faster than their Changed messages arrive: catch up first
         if not self.popup.is_open or self.word is None:
             return False
         if key in ("up", "down"):
