@@ -12,8 +12,8 @@ import re
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from clover_code.jsonsafe import JSON, JSONObject
 from clover_code.settings import APPROVAL_MODES, ConfigError, Settings
 
 __all__ = ["ENV_VARS", "PROJECT_KEYS", "ConfigError", "Settings", "env_setting", "load_settings", "project_config_path",
@@ -39,20 +39,20 @@ PROJECT_KEYS = frozenset({"max_turns", "max_tokens", "temperature", "shell_timeo
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: JSON) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: JSON) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _text_list(value: Any) -> bool:
+def _text_list(value: JSON) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) and v.strip() and "\0" not in v for v in value)
 
 
 # Per key: whether a value is acceptable, and what an acceptable one looks like.
-_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+_CHECKS: dict[str, tuple[Callable[[JSON], bool], str]] = {
     "engine": (lambda v: isinstance(v, str) and bool(v), "a name: embedded, remote or scripted:FILE"),
     "model": (lambda v: isinstance(v, str), "a string"),
     "endpoint": (lambda v: isinstance(v, str), "a URL string"),
@@ -81,7 +81,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "price_output_per_mtok": (lambda v: _is_number(v) and v >= 0, "a price per million tokens, 0 or more"),
 }
 
-def _check(key: str, value: Any, source: str) -> None:
+def _check(key: str, value: JSON, source: str) -> None:
     accepts, wanted = _CHECKS[key]
     if not accepts(value):
         shown = "(hidden)" if key == "api_key" else repr(value)  # a key of the wrong type is still a key
@@ -100,7 +100,7 @@ def project_config_path(cwd: Path) -> Path:
     return Path(cwd) / ".clover" / "config.toml"
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path) -> JSONObject:
     if not path.is_file():
         return {}
     try:
@@ -109,12 +109,12 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
 
 
-def _normal_keys(values: dict[str, Any]) -> dict[str, Any]:
+def _normal_keys(values: JSONObject) -> JSONObject:
     """`max-turns` and `max_turns` are the same key."""
     return {key.replace("-", "_"): value for key, value in values.items()}
 
 
-def _apply(settings: Settings, values: dict[str, Any], source: str) -> None:
+def _apply(settings: Settings, values: JSONObject, source: str) -> None:
     """Set each given (not None) value, after checking its name and type."""
     for key, value in values.items():
         if key not in _CHECKS:
@@ -124,7 +124,7 @@ def _apply(settings: Settings, values: dict[str, Any], source: str) -> None:
             setattr(settings, key, value)
 
 
-def _project_values(path: Path, settings: Settings) -> dict[str, Any]:
+def _project_values(path: Path, settings: Settings) -> JSONObject:
     """The project file's allowed keys; the rest are named in a notice and dropped."""
     values = _normal_keys(_read_toml(path))
     ignored = sorted(k for k in values if k not in PROJECT_KEYS)
@@ -146,11 +146,11 @@ def env_setting(name: str) -> str | None:
     return next((os.environ[var] for var in ENV_VARS.get(name, ()) if os.environ.get(var)), None)
 
 
-def _env_values() -> dict[str, Any]:
+def _env_values() -> JSONObject:
     return {name: value for name in ENV_VARS if (value := env_setting(name)) is not None}
 
 
-def _apply_over_files(settings: Settings, values: dict[str, Any], source: str) -> None:
+def _apply_over_files(settings: Settings, values: JSONObject, source: str) -> None:
     """The environment and flags beat every file: an endpoint named here means that endpoint
     is used, whatever engine a file named (unless this same layer names the engine too)."""
     values = {k: v for k, v in values.items() if v is not None}
@@ -159,7 +159,7 @@ def _apply_over_files(settings: Settings, values: dict[str, Any], source: str) -
     _apply(settings, values, source)
 
 
-def load_settings(cwd: Path, flags: dict[str, Any] | None = None) -> Settings:
+def load_settings(cwd: Path, flags: JSONObject | None = None) -> Settings:
     settings = Settings()
     user_path = user_config_path()
     _apply(settings, _normal_keys(_read_toml(user_path)), str(user_path))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from clover_code.agent.events import (
     Attachment,
@@ -32,6 +31,7 @@ from clover_code.agent.events import (
 )
 from clover_code.agent.reply import ReplyReader
 from clover_code.engine import ChatRequest, Engine, EngineError, ToolCall
+from clover_code.jsonsafe import JSON, JSONObject
 from clover_code.tokens import estimate_tokens
 
 SUMMARY_HEADER = "Summary of the earlier part of this session ({n} messages were dropped to fit the context window):"
@@ -49,7 +49,7 @@ SUMMARY_TOKENS = 1024
 class _Saved:
     """The conversation as it stood when a user turn began: what a rewind goes back to."""
 
-    messages: list[dict[str, Any]]
+    messages: list[JSONObject]
     dropped: int  # how many messages compaction had removed then
     compactions: int
 
@@ -67,8 +67,8 @@ class _Undone:
     """What a rewind took away, for redo: the later turns and the whole state before it."""
 
     turns: list[tuple[Turn, _Saved]]
-    messages: list[dict[str, Any]]
-    dropped: list[dict[str, Any]]
+    messages: list[JSONObject]
+    dropped: list[JSONObject]
     compactions: list[Compacted]
     clears: list[int]
 
@@ -83,20 +83,20 @@ class _Draft:
     tokens: int = 0
 
 
-def message_tokens(messages: list[dict[str, Any]]) -> int:
+def message_tokens(messages: list[JSONObject]) -> int:
     return estimate_tokens(json.dumps(messages, ensure_ascii=False)) if messages else 0
 
 
 class Conversation:
-    def __init__(self, system: str = "", tools: list[dict[str, Any]] | None = None):
+    def __init__(self, system: str = "", tools: list[JSONObject] | None = None):
         self.system = system
         self.tools = tools or []
-        self._messages: list[dict[str, Any]] = []
+        self._messages: list[JSONObject] = []
         self._draft: _Draft | None = None
         self._anchor: tuple[int, int] | None = None  # (messages covered, tokens) from server usage
         self._request_start = 0
         self.compactions: list[Compacted] = []
-        self.dropped: list[dict[str, Any]] = []  # messages compaction removed, oldest first
+        self.dropped: list[JSONObject] = []  # messages compaction removed, oldest first
         # Per user turn, the state before it (rewind), and the states rewinds left (redo).
         self._turns: list[tuple[Turn, _Saved]] = []
         self._clears: list[int] = []  # per /clear, the index of the turn after it
@@ -213,12 +213,12 @@ class Conversation:
             self._draft = None
 
     @property
-    def messages(self) -> list[dict[str, Any]]:
+    def messages(self) -> list[JSONObject]:
         """Every message but the system prompt; a reply still in progress is rendered as it
         stands (calls without results as not run) without closing it."""
         return self._messages + (_render(self._draft) if self._draft is not None else [])
 
-    def request_messages(self) -> list[dict[str, Any]]:
+    def request_messages(self) -> list[JSONObject]:
         system = [{"role": "system", "content": self.system}] if self.system else []
         return system + self.messages
 
@@ -242,7 +242,7 @@ class Conversation:
         """Whether `tokens()` rests on the engine's own count of an earlier request."""
         return self._anchor is not None
 
-    def count(self, messages: list[dict[str, Any]], engine: Engine | None = None) -> int:
+    def count(self, messages: list[JSONObject], engine: Engine | None = None) -> int:
         if engine is not None and hasattr(engine, "count_tokens"):
             try:
                 return engine.count_tokens(ChatRequest(messages, self.tools))
@@ -277,8 +277,8 @@ class Conversation:
         self.compactions.append(event)
 
 
-def _render(draft: _Draft) -> list[dict[str, Any]]:
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(draft.content).strip()}
+def _render(draft: _Draft) -> list[JSONObject]:
+    message: JSONObject = {"role": "assistant", "content": "".join(draft.content).strip()}
     good = [c for c, ok in draft.calls if ok]
     if good:
         message["tool_calls"] = [
@@ -310,18 +310,18 @@ def shell_content(event: UserShell) -> str:
             f"Its output:\n{event.output.rstrip()}")
 
 
-def parse_arguments(arguments: str) -> Any:
+def parse_arguments(arguments: str) -> JSON:
     try:
         return json.loads(arguments)
     except ValueError:
         return None
 
 
-def summary_message(dropped: int, summary: str) -> dict[str, Any]:
+def summary_message(dropped: int, summary: str) -> JSONObject:
     return {"role": "user", "content": SUMMARY_HEADER.format(n=dropped) + "\n\n" + summary}
 
 
-def transcript(messages: list[dict[str, Any]], limit_tokens: int) -> str:
+def transcript(messages: list[JSONObject], limit_tokens: int) -> str:
     """Messages as plain text for the summariser. When too long, tool output and replies are
     cut in the middle first (the user's requests matter most), then the oldest part."""
     entries = []
@@ -342,7 +342,7 @@ def transcript(messages: list[dict[str, Any]], limit_tokens: int) -> str:
     return out if len(out) <= limit else "[... earlier part cut ...]\n" + out[-limit:]
 
 
-async def summarise(engine: Engine, messages: list[dict[str, Any]], max_tokens: int = SUMMARY_TOKENS) -> str:
+async def summarise(engine: Engine, messages: list[JSONObject], max_tokens: int = SUMMARY_TOKENS) -> str:
     """Ask the model for a summary of `messages` in at most `max_tokens`; a plain digest when
     it cannot give one."""
     window = engine.info.context_window
@@ -364,7 +364,7 @@ async def summarise(engine: Engine, messages: list[dict[str, Any]], max_tokens: 
     return text.strip() or digest(messages)
 
 
-def digest(messages: list[dict[str, Any]]) -> str:
+def digest(messages: list[JSONObject]) -> str:
     """A summary without the model: the user's requests and the tools called."""
     asks = [m["content"][:300] for m in messages if m["role"] == "user"]
     calls = [f"{c['function']['name']}({c['function']['arguments'][:120]})"

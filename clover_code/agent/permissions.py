@@ -23,9 +23,10 @@ import os
 import posixpath
 import re
 import shlex
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from clover_code.agent.events import ApprovalNeeded
+from clover_code.jsonsafe import JSONObject
 from clover_code.settings import APPROVAL_MODES, ApprovalMode
 from clover_code.tools import ToolError, ToolKind
 from clover_code.tools.workspace.patch import patch_paths
@@ -69,7 +70,7 @@ def approver_for_mode(mode: str) -> ModeApprover:
     return ModeApprover("yes" if mode == "full-auto" else "no")
 
 
-def call_subjects(kind: ToolKind, arguments: dict[str, Any], root: str | None = None) -> list[str]:
+def call_subjects(kind: ToolKind, arguments: JSONObject, root: str | None = None) -> list[str]:
     """What an allow rule is matched against: the command line, or the paths touched."""
     if kind == "shell":
         return [str(arguments[k]).strip() for k in _SHELL_KEYS if k in arguments][:1]
@@ -106,7 +107,7 @@ def glob_literal(text: str) -> str:
     return "".join(f"[{c}]" if c in "*?[" else c for c in text)
 
 
-def rule_for_always(kind: ToolKind, name: str, arguments: dict[str, Any], root: str | None = None) -> str:
+def rule_for_always(kind: ToolKind, name: str, arguments: JSONObject, root: str | None = None) -> str:
     """The rule an "always" answer adds: narrow enough to say what it allows. The command or
     folder it names is matched literally (approving `ls *` does not allow everything)."""
     if kind == "shell":
@@ -139,13 +140,13 @@ class Permissions:
         if rule not in self.rules:
             self.rules.append(rule)
 
-    def decide(self, name: str, kind: ToolKind, arguments: dict[str, Any] | str) -> Decision:
+    def decide(self, name: str, kind: ToolKind, arguments: JSONObject | str) -> Decision:
         decision = _MODE_TABLE[self.mode][kind]
         if decision == "ask" and self.allowed_by_rule(name, kind, arguments):
             return "allow"
         return decision
 
-    def allowed_by_rule(self, name: str, kind: ToolKind, arguments: dict[str, Any] | str) -> bool:
+    def allowed_by_rule(self, name: str, kind: ToolKind, arguments: JSONObject | str) -> bool:
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
 
+from clover_code.jsonsafe import JSON
 from clover_code.tools.sandbox.policy import is_secret_name
 
 REDACTED = "[redacted]"
@@ -56,7 +56,7 @@ class Redactor:
                 text = text.replace(secret, REDACTED)
         return text
 
-    def value(self, value: Any) -> Any:
+    def value(self, value: JSON) -> JSON:
         """`value` with every string in it redacted; dict keys (field names) and other values as they are."""
         if not self._secrets:
             return value

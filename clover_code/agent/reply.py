@@ -8,11 +8,11 @@ submitted), so every UI and the conversation read the same parse and none parses
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from clover_code.agent.events import TextDelta
 from clover_code.engine import Block
 from clover_code.engine.toolcalls import ParsedCall, ToolCallParser, check_structured
+from clover_code.jsonsafe import JSONObject
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ ReplyPart = TextDelta | CallPart
 
 
 class ReplyReader:
-    def __init__(self, tools: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, tools: list[JSONObject] | None = None) -> None:
         """`tools`: the request's function schemas (string parameters of the XML markup stay strings)."""
         self._parser = ToolCallParser(tools)
         self.text = ""  # every TextDelta so far

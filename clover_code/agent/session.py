@@ -16,7 +16,7 @@ import secrets
 import stat
 import time
 from pathlib import Path
-from typing import Any
+from typing import TextIO
 
 from clover_code import jsonsafe
 from clover_code.agent.events import Event, from_json, to_json
@@ -43,7 +43,7 @@ class SessionLog:
     def __init__(self, path: Path, redactor: Redactor | None = None):
         self.path = Path(path)
         self.id = self.path.stem
-        self._file: Any = None
+        self._file: TextIO | None = None
         # The environment's secrets by default; build_agent adds the configured api key.
         self.redactor = redactor if redactor is not None else Redactor.for_session()
 
@@ -128,7 +128,7 @@ class SessionLog:
                                f"{exc.start})") from None
 
 
-def _open_for_append(path: Path) -> Any:
+def _open_for_append(path: Path) -> TextIO:
     """The log, opened to append; never through a symlink, never anything but a regular file."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
     if not stat.S_ISREG(os.fstat(fd).st_mode):

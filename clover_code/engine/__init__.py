@@ -10,8 +10,9 @@ import importlib
 import inspect
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
+from clover_code.jsonsafe import JSONObject
 from clover_code.tokens import estimate_tokens as estimate_tokens  # re-exported: an engine's own estimate
 
 CLOVER_CONTEXT_WINDOW = 131_072
@@ -63,8 +64,8 @@ class DenoiseStep:
 
 @dataclass
 class ChatRequest:
-    messages: list[dict[str, Any]]  # OpenAI-style: role, content, tool_calls, tool_call_id
-    tools: list[dict[str, Any]] = field(default_factory=list)  # OpenAI function schemas
+    messages: list[JSONObject]  # OpenAI-style: role, content, tool_calls, tool_call_id
+    tools: list[JSONObject] = field(default_factory=list)  # OpenAI function schemas
     max_tokens: int = 4096
     temperature: float = 0.0
     top_p: float = 1.0

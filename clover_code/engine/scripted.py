@@ -17,7 +17,6 @@ import re
 import time
 from collections.abc import AsyncGenerator
 from pathlib import Path
-from typing import Any
 
 from clover_code import jsonsafe
 from clover_code.engine import (
@@ -29,11 +28,12 @@ from clover_code.engine import (
     ToolCall,
     estimate_tokens,
 )
+from clover_code.jsonsafe import JSON, JSONObject
 
 _TOKEN = re.compile(r"\s*\S+|\s+")
 
 
-def load_replies(path: str | Path) -> list[Any]:
+def load_replies(path: str | Path) -> list[JSON]:
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -55,7 +55,7 @@ def split_tokens(text: str) -> list[str]:
 
 
 class ScriptedEngine:
-    def __init__(self, replies: list[Any] | str | Path | None = None, *, model: str = "scripted",
+    def __init__(self, replies: list[JSON] | str | Path | None = None, *, model: str = "scripted",
                  block_size: int = DEFAULT_BLOCK_SIZE, delay: float = 0.0, tpf: float = 8.0,
                  context_window: int = 131_072):
         if isinstance(replies, (str, Path)):
@@ -74,7 +74,7 @@ class ScriptedEngine:
     async def aclose(self) -> None:
         return None
 
-    def _next_reply(self) -> dict[str, Any]:
+    def _next_reply(self) -> JSONObject:
         if not self.replies:
             raise EngineError("scripted engine has no more replies")
         reply = self.replies.pop(0)

@@ -18,11 +18,11 @@ import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from clover_code import jsonsafe
 from clover_code.engine import ToolCall
 from clover_code.engine.partial_tags import partial_tag_length
+from clover_code.jsonsafe import JSON, JSONObject
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 FORMAT_HINT = (
@@ -47,7 +47,7 @@ def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:16]}"
 
 
-def _string_params(tools: Iterable[dict[str, Any]] | None) -> dict[str, set[str]]:
+def _string_params(tools: Iterable[JSONObject] | None) -> dict[str, set[str]]:
     """Per tool, the parameters whose schema type is string (kept verbatim, never JSON-decoded)."""
     out: dict[str, set[str]] = {}
     for tool in tools or ():
@@ -58,7 +58,7 @@ def _string_params(tools: Iterable[dict[str, Any]] | None) -> dict[str, set[str]
 
 
 class ToolCallParser:
-    def __init__(self, tools: Iterable[dict[str, Any]] | None = None):
+    def __init__(self, tools: Iterable[JSONObject] | None = None):
         """`tools`: OpenAI function schemas; string parameters of the XML format then stay strings."""
         self._strings = _string_params(tools)
         self._buf = ""  # text not yet handed out
@@ -124,7 +124,7 @@ class ToolCallParser:
         end = rest.rfind("</function>")
         rest = rest if end < 0 else rest[:end]
         strings = self._strings.get(name, set())
-        args: dict[str, Any] = {}
+        args: JSONObject = {}
         params = list(_PARAMETER.finditer(rest))
         for i, p in enumerate(params):
             # Qwen3-Coder sometimes drops </parameter>: the next tag ends the value then.
@@ -143,7 +143,7 @@ def _join(segments: list[str | ParsedCall]) -> tuple[str, list[ParsedCall]]:
     return text, [s for s in segments if isinstance(s, ParsedCall)]
 
 
-def split_text(text: str, tools: Iterable[dict[str, Any]] | None = None) -> list[str | ParsedCall]:
+def split_text(text: str, tools: Iterable[JSONObject] | None = None) -> list[str | ParsedCall]:
     """A whole reply cut into visible text and calls, in order."""
     parser = ToolCallParser(tools)
     return parser.feed_segments(text) + parser.finish_segments()
@@ -171,7 +171,7 @@ def _trim_newline(value: str) -> str:
     return value
 
 
-def _param_value(value: str, is_string: bool) -> Any:
+def _param_value(value: str, is_string: bool) -> JSON:
     if is_string:
         return value
     try:
@@ -180,7 +180,7 @@ def _param_value(value: str, is_string: bool) -> Any:
         return value
 
 
-def _call(name: str, args: dict[str, Any], raw: str) -> ParsedCall:
+def _call(name: str, args: JSONObject, raw: str) -> ParsedCall:
     """The call, unless its arguments hold text no tool, log or terminal can take."""
     arguments = json.dumps(args, ensure_ascii=False)
     if problem := _text_problem(name + arguments):

@@ -11,9 +11,9 @@ Pure functions over parsed JSON and text: standard library only, cheap to import
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from clover_code.engine import EngineError
+from clover_code.jsonsafe import JSON
 
 MODEL_FIELDS = ("context_window", "max_model_len", "context_length", "max_context_length", "n_ctx")
 OLLAMA_DEFAULT_NUM_CTX = 4096  # what Ollama runs a model with unless num_ctx says otherwise
@@ -62,11 +62,11 @@ class ContextOverflow(EngineError):
 
 # --- where servers state their window ----------------------------------------------------
 
-def _positive_int(value: Any) -> int | None:
+def _positive_int(value: JSON) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def field_window(data: Any, fields: tuple[str, ...] = MODEL_FIELDS) -> tuple[int, str] | None:
+def field_window(data: JSON, fields: tuple[str, ...] = MODEL_FIELDS) -> tuple[int, str] | None:
     """(tokens, field name) from the first known field of a JSON object or its `meta`."""
     if not isinstance(data, dict):
         return None
@@ -78,7 +78,7 @@ def field_window(data: Any, fields: tuple[str, ...] = MODEL_FIELDS) -> tuple[int
     return None
 
 
-def props_window(data: Any) -> int | None:
+def props_window(data: JSON) -> int | None:
     """llama.cpp's GET /props: the window every slot runs with."""
     if not isinstance(data, dict):
         return None
@@ -87,7 +87,7 @@ def props_window(data: Any) -> int | None:
     return _positive_int(nested) or _positive_int(data.get("n_ctx"))
 
 
-def ollama_window(data: Any) -> tuple[int, str] | None:
+def ollama_window(data: JSON) -> tuple[int, str] | None:
     """Ollama's POST /api/show: the model's num_ctx parameter, else Ollama's default (never
     more than the model was trained for). Ollama cuts an over-long prompt silently, so the
     model's trained length would be the wrong number to plan with."""
@@ -118,7 +118,7 @@ def _first_number(patterns: tuple[str, ...], text: str) -> int | None:
     return None
 
 
-def rejection_limits(message: str, error: Any = None) -> tuple[int | None, int | None] | None:
+def rejection_limits(message: str, error: JSON = None) -> tuple[int | None, int | None] | None:
     """(window, prompt tokens) from a 400's message and error object, either None when not
     said; None when the rejection is not about the context window at all."""
     error = error if isinstance(error, dict) else {}

@@ -13,6 +13,7 @@ lone surrogate or a C1 control in model text never breaks or reaches the termina
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -21,13 +22,14 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from clover_code import jsonsafe
 from clover_code.agent import events as ev
 from clover_code.agent.redact import Redactor
 from clover_code.engine import EngineInfo, ToolCall
 from clover_code.engine.tally import BlockTally
+from clover_code.jsonsafe import JSONObject
 from clover_code.settings import Settings
 from clover_code.ui.exit_codes import (
     EXIT_CODES,
@@ -110,7 +112,7 @@ class Tally:
         elif isinstance(event, ev.TurnFinished):
             self.finished = event
 
-    def result(self, exit_code: int, reason: ExitReason, extra: dict[str, Any]) -> dict[str, Any]:
+    def result(self, exit_code: int, reason: ExitReason, extra: JSONObject) -> JSONObject:
         seconds = time.perf_counter() - self.started
         stats = self.finished.stats if self.finished else {}
         generated = self.generated
@@ -201,7 +203,7 @@ class Progress:
         elif isinstance(event, ev.ErrorEvent):
             self.line(f"error: {event.message}")
 
-    def summary(self, result: dict[str, Any]) -> None:
+    def summary(self, result: JSONObject) -> None:
         passes = result["forward_passes"]
         speed = f", {passes} forward passes (TPF {result['tpf']})" if passes else ""
         self.line(f"[{result['exit_reason']}] {result['seconds']:.1f} s: {result['turns']} turns, "
@@ -226,7 +228,7 @@ class Output:
             self.emit(self.json_line(ev.to_json(event)))
         self.progress(event)
 
-    def json_line(self, value: dict[str, Any]) -> str:
+    def json_line(self, value: JSONObject) -> str:
         return jsonsafe.dumps_line(self.redactor.value(value))
 
     def emit(self, line: str) -> None:
@@ -240,7 +242,7 @@ class Output:
             os.dup2(devnull, self.out.fileno())  # so the interpreter's final flush stays quiet
             os.close(devnull)
 
-    def finish(self, exit_code: int, reason: ExitReason, extra: dict[str, Any]) -> int:
+    def finish(self, exit_code: int, reason: ExitReason, extra: JSONObject) -> int:
         result = self.tally.result(exit_code, reason, extra)
         if self.tally.generated.blocks or self.tally.finished:
             self.progress.summary(result)
@@ -316,7 +318,7 @@ def catch_sigterm() -> None:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
-def _fail(output: Output, code: int, reason: ExitReason, message: str, extra: dict[str, Any]) -> int:
+def _fail(output: Output, code: int, reason: ExitReason, message: str, extra: JSONObject) -> int:
     output.progress.line(f"clover-code: {message}")
     output.tally.errors.append(message)
     return output.finish(code, reason, extra)
@@ -332,12 +334,12 @@ def early_exit(fmt: str, code: int, reason: ExitReason, message: str) -> int:
     return _fail(Output(fmt, sys.stdout, sys.stderr, Redactor.for_session()), code, reason, message, dict(NO_RUN))
 
 
-def run(args: Any, settings: Settings, cwd: Path, build_agent: AgentBuilder) -> int:
+def run(args: argparse.Namespace, settings: Settings, cwd: Path, build_agent: AgentBuilder) -> int:
     """One task on `cwd`; `settings` come from the flags (clover_code.wiring), `build_agent`
     assembles the agent."""
     catch_sigterm()
     output = Output(args.output_format, sys.stdout, sys.stderr, Redactor.for_session())
-    extra: dict[str, Any] = dict(NO_RUN)
+    extra: JSONObject = dict(NO_RUN)
     try:
         prepared = _prepare(args, settings, cwd, build_agent, output, extra)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while starting or loading the model
@@ -354,14 +356,14 @@ def run(args: Any, settings: Settings, cwd: Path, build_agent: AgentBuilder) -> 
     return output.finish(code, reason, extra)
 
 
-def engine_facts(info: EngineInfo) -> dict[str, Any]:
+def engine_facts(info: EngineInfo) -> JSONObject:
     """The model and the context window the run worked against, and where the window came from."""
     return {"model": info.model, "context_window": info.context_window,
             "context_window_source": info.context_source}
 
 
-def _prepare(args: Any, settings: Settings, cwd: Path, build_agent: AgentBuilder, output: Output,
-             extra: dict[str, Any]) -> tuple[Any, str] | int:
+def _prepare(args: argparse.Namespace, settings: Settings, cwd: Path, build_agent: AgentBuilder, output: Output,
+             extra: JSONObject) -> tuple[Agent, str] | int:
     """The agent and its task, or the exit code of a run that cannot start."""
     from clover_code.engine import EngineError
 
@@ -384,7 +386,7 @@ def _prepare(args: Any, settings: Settings, cwd: Path, build_agent: AgentBuilder
     return agent, task
 
 
-def _build(settings: Settings, cwd: Path, resume: str | None, build_agent: AgentBuilder, output: Output) -> Any:
+def _build(settings: Settings, cwd: Path, resume: str | None, build_agent: AgentBuilder, output: Output) -> Agent:
     """The agent for this workspace; loading an embedded model takes a while, so say so."""
     from clover_code.agent.permissions import approver_for_mode
     from clover_code.agent.session import SessionError

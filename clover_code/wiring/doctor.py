@@ -7,6 +7,7 @@ Slow checks (importing torch, asking a server) run only for the engine that woul
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -15,10 +16,14 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
 
 from clover_code import __version__
-from clover_code.settings import ConfigError
+from clover_code.jsonsafe import JSONObject
+from clover_code.settings import ConfigError, Settings
+
+if TYPE_CHECKING:
+    from clover_code.tools.sandbox.policy import SandboxPolicy
 
 Status = Literal["ok", "warn", "fail"]
 MARKS = {"ok": "✓", "warn": "!", "fail": "✗"}
@@ -35,7 +40,7 @@ class Check:
 
 # -- sandbox ------------------------------------------------------------------------------
 
-def check_sandbox(settings: Any) -> Check:
+def check_sandbox(settings: Settings) -> Check:
     from clover_code.tools.sandbox.bwrap import bwrap_binary, bwrap_problem
     from clover_code.tools.sandbox.limits import mechanism
 
@@ -72,7 +77,7 @@ def _userns_fix() -> str:
     return "allow unprivileged user namespaces (a container may need --security-opt seccomp=unconfined)"
 
 
-def _policy(settings: Any) -> Any:
+def _policy(settings: Settings) -> SandboxPolicy:
     from clover_code.wiring.assemble import sandbox_policy
 
     return sandbox_policy(settings)
@@ -99,7 +104,7 @@ def check_ripgrep() -> Check:
 
 # -- engine -------------------------------------------------------------------------------
 
-def engine_reason(flags: dict[str, Any]) -> str:
+def engine_reason(flags: JSONObject) -> str:
     """Which layer named the engine: flags, environment, the user's config, or nobody."""
     from clover_code.config import ENV_VARS, user_config_path
 
@@ -114,7 +119,7 @@ def engine_reason(flags: dict[str, Any]) -> str:
     return "nothing names a model or endpoint: the shipped demo model"
 
 
-def check_engine(settings: Any, flags: dict[str, Any]) -> tuple[Check, Check]:
+def check_engine(settings: Settings, flags: JSONObject) -> tuple[Check, Check]:
     """The engine that would run (and why), and its context window."""
     name = settings.engine_name()
     reason = engine_reason(flags)
@@ -125,7 +130,7 @@ def check_engine(settings: Any, flags: dict[str, Any]) -> tuple[Check, Check]:
     return (Check("engine", "ok", name, (f"why: {reason}",)), Check("context", "ok", "as the scripted replies say"))
 
 
-def _embedded(settings: Any, reason: str) -> tuple[Check, Check]:
+def _embedded(settings: Settings, reason: str) -> tuple[Check, Check]:
     model = Path(settings.model or "")
     if not settings.model or not (model / "config.json").is_file():
         fix = "pass --model DIR (a checkpoint folder) or --endpoint URL, or set CLOVER_MODEL / CLOVER_ENDPOINT"
@@ -140,7 +145,7 @@ def _embedded(settings: Any, reason: str) -> tuple[Check, Check]:
     return engine, context
 
 
-def _remote(settings: Any, reason: str) -> tuple[Check, Check]:
+def _remote(settings: Settings, reason: str) -> tuple[Check, Check]:
     from clover_code.engine import remote
 
     engine = Check("engine", "ok", f"remote: {settings.endpoint}", (f"why: {reason}",))
@@ -161,7 +166,7 @@ def _remote(settings: Any, reason: str) -> tuple[Check, Check]:
 
 # -- machine and config -------------------------------------------------------------------
 
-def check_compute(settings: Any) -> Check:
+def check_compute(settings: Settings) -> Check:
     cores = os.cpu_count() or 1
     cpu = next((line.split(":", 1)[1].strip() for line in (_read("/proc/cpuinfo") or "").splitlines()
                 if line.startswith("model name")), sys.platform)
@@ -201,7 +206,7 @@ def _home(path: Path) -> str:
 
 # -- the command --------------------------------------------------------------------------
 
-def run(args: Any, out: TextIO = sys.stdout) -> int:
+def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     from clover_code.wiring.flags import flag_values, settings_for
 
     out.write(f"clover-code {__version__} doctor: {Path(args.cwd or '.').resolve()}\n")
@@ -260,7 +265,7 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _toml(path: Path) -> dict[str, Any]:
+def _toml(path: Path) -> JSONObject:
     import tomllib
 
     try:
@@ -269,7 +274,7 @@ def _toml(path: Path) -> dict[str, Any]:
         return {}
 
 
-def _json(path: Path) -> dict[str, Any]:
+def _json(path: Path) -> JSONObject:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -10,9 +10,10 @@ import argparse
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from clover_code.config import ENV_VARS, load_settings
+from clover_code.jsonsafe import JSONObject
 from clover_code.settings import ConfigError, Settings
 
 Mode = Literal["tui", "headless", "generate", "doctor"]
@@ -39,7 +40,7 @@ def settings_for(mode: Mode, args: argparse.Namespace) -> tuple[Path, Settings]:
     return cwd, settings
 
 
-def flag_values(mode: Mode, args: argparse.Namespace) -> dict[str, Any]:
+def flag_values(mode: Mode, args: argparse.Namespace) -> JSONObject:
     """What the flags set (None: not given, lower layers decide).
 
     Headless defaults to full-auto (no one is there to answer) unless a flag or the
