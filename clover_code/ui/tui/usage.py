@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from clover_code.agent.events import BlockCommitted, Event, TurnFinished, UserMessage
 from clover_code.tokens import estimate_tokens
@@ -20,6 +20,7 @@ from clover_code.tokens import estimate_tokens
 if TYPE_CHECKING:
     from clover_code.agent.context import Conversation
     from clover_code.engine import Engine
+    from clover_code.settings import Settings
 
 
 @dataclass
@@ -99,10 +100,9 @@ def _estimate(text: str) -> int:
     return estimate_tokens(text) if text else 0
 
 
-def prices_of(settings: Any) -> Prices | None:
+def prices_of(settings: Settings) -> Prices | None:
     """The configured prices, or None when either is not set."""
-    input_price = getattr(settings, "price_input_per_mtok", None)
-    output_price = getattr(settings, "price_output_per_mtok", None)
+    input_price, output_price = settings.price_input_per_mtok, settings.price_output_per_mtok
     if input_price is None or output_price is None:
         return None
     return Prices(float(input_price), float(output_price))

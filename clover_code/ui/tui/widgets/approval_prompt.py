@@ -8,7 +8,7 @@ in view, and the legend says how much is below.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.console import RenderableType
 from rich.syntax import Syntax
@@ -102,7 +102,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
         # Other kinds (git_commit...): the arguments as the tool card shows them, not raw JSON.
         return arguments_view(request.call) if not preview or preview.startswith("{") else Text(visible(preview))
 
-    def _show_legend(self, *_: Any) -> None:
+    def _show_legend(self, *_: object) -> None:
         if self.request is None:
             return
         name = visible(self.request.call.name)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from typing import Literal
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.content import Content
@@ -20,6 +20,7 @@ from textual.widgets import Collapsible, Static
 
 from clover_code import jsonsafe
 from clover_code.engine import ToolCall
+from clover_code.jsonsafe import JSONObject
 from clover_code.ui.terminal_text import visible
 
 MAX_OUTPUT_LINES = 60
@@ -36,7 +37,7 @@ _STATUS: dict[CardStatus, tuple[str, str]] = {
 }
 
 
-def parse_arguments(arguments: str) -> dict[str, Any] | None:
+def parse_arguments(arguments: str) -> JSONObject | None:
     try:
         value = jsonsafe.loads(arguments) if arguments.strip() else {}
     except json.JSONDecodeError:
@@ -123,7 +124,7 @@ class ToolCard(Collapsible):
         for name in _STATUS:
             self.set_class(name == status, f"-{name}")
 
-    def show_result(self, ok: bool, output: str, seconds: float, data: dict[str, Any]) -> None:
+    def show_result(self, ok: bool, output: str, seconds: float, data: JSONObject) -> None:
         denied = self.status == "denied"  # the user said no: that is the news, not the failure
         code = data.get("exit_code")
         if isinstance(code, int):
@@ -133,7 +134,7 @@ class ToolCard(Collapsible):
         diff = data.get("diff")
         has_diff = isinstance(diff, str) and bool(diff.strip())
         # An edit's old and new text are its diff: shown once, as the diff.
-        parts: list[Any] = [arguments_view(self.call, skip=_EDIT_TEXTS if has_diff else ())]
+        parts: list[RenderableType] = [arguments_view(self.call, skip=_EDIT_TEXTS if has_diff else ())]
         if has_diff:
             parts.append(diff_view(str(diff)))
             self.collapsed = False
