@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from clover_code.tools import ToolError
 from clover_code.tools.sandbox.bwrap import SHELL, command_env, confined_argv
+from clover_code.tools.sandbox.limits import kill_group
 from clover_code.tools.sandbox.policy import SandboxPolicy
 
 OUTPUT_LIMIT = 6000  # characters of check output kept (its end: where test runners summarize)
@@ -59,7 +59,7 @@ class CheckRunner:
             raw, _ = proc.communicate(timeout=self.timeout)
             timed_out = False
         except subprocess.TimeoutExpired:
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             raw, _ = proc.communicate()
             timed_out = True
         seconds = time.perf_counter() - start
@@ -90,9 +90,3 @@ def clean(text: str, names: dict[str, str]) -> str:
         text = "[...]\n" + text[-OUTPUT_LIMIT:].split("\n", 1)[-1]
     return text
 
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

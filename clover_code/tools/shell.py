@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import os
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from clover_code.tools import ToolContext, ToolError, ToolResult
 from clover_code.tools.sandbox.bwrap import command_env, shell_argv
-from clover_code.tools.sandbox.limits import ProcessLimit, limit_note, memory_note
+from clover_code.tools.sandbox.limits import ProcessLimit, kill_group, limit_note, memory_note
 
 HEAD_BYTES = 16_000  # kept from the start of the output
 TAIL_BYTES = 16_000  # kept from its end
@@ -86,12 +84,6 @@ class Outcome:
     killed_at_limit: bool = False
 
 
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass  # already gone
-
 
 async def _drain(stream: asyncio.StreamReader, cap: OutputCap, on_output: Callable[[str], None] | None) -> None:
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character split across reads
@@ -136,11 +128,11 @@ async def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float,
         except TimeoutError:
             timed_out = True
     except BaseException:  # cancelled: the user pressed Esc / the turn ended
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         reader.cancel()
         await asyncio.shield(proc.wait())
         raise
-    _kill_group(proc.pid)  # timeout, or background children still holding the group
+    kill_group(proc.pid)  # timeout, or background children still holding the group
     await proc.wait()
     try:
         await asyncio.wait_for(reader, DRAIN_GRACE_S)

@@ -17,6 +17,8 @@ if str(ROOT / "tools") not in sys.path:
     sys.path.insert(0, str(ROOT / "tools"))
 from demo import demo_env, load_task, prepare_repo  # noqa: E402,F401  (the demo's own helpers)
 
+from tests.replies import tool_call, write_replies  # noqa: E402,F401  (the tests import them from here)
+
 
 def scripted(name_or_path: str | Path) -> str:
     """--engine value replaying tests/e2e/sessions/NAME.jsonl (or a given file)."""
@@ -26,15 +28,6 @@ def scripted(name_or_path: str | Path) -> str:
     return f"scripted:{path}"
 
 
-def write_replies(path: Path, replies: list[Any]) -> Path:
-    path.write_text("".join(json.dumps({"content": r} if isinstance(r, str) else r) + "\n"
-                            for r in replies), encoding="utf-8")
-    return path
-
-
-def tool_call(name: str, **arguments: Any) -> str:
-    """Qwen tool-call markup, as the model writes it."""
-    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
 
 
 def session_replies(name: str) -> list[Any]:

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.replies import tool_call, write_replies
+
 ROOT = Path(__file__).resolve().parents[2]
 SANDBOX = ROOT / "sandbox"
 SESSIONS = ROOT / "tests" / "e2e" / "sessions"  # scripted sessions that solve the sandbox tasks
@@ -26,15 +28,6 @@ def polyglot(name: str) -> Path:
     return folder
 
 
-def tool_call(name: str, **arguments: Any) -> str:
-    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
-
-
-def write_replies(path: Path, replies: list[Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"content": r} if isinstance(r, str) else r) + "\n" for r in replies),
-                    encoding="utf-8")
-    return path
 
 
 def solving_engine(folder: Path, sandbox_tasks: list[str], exercises: list[Path]) -> Path:

@@ -7,28 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 import pytest
 
 from clover_code.settings import Settings
 from clover_code.wiring.assemble import build_agent
+from tests.replies import scripted_engine, tool_call
+
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch, tmp_path):
-    for var in ("CLOVER_ENDPOINT", "OPENAI_BASE_URL", "CLOVER_MODEL", "CLOVER_APPROVAL"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-
-
-def tool_call(name: str, **arguments) -> str:
-    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
-
-
-def replies(path: Path, *texts: str) -> str:
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in texts))
-    return f"scripted:{path}"
 
 
 ATTACKS = [
@@ -46,7 +34,7 @@ def test_allow_rules_do_not_cover_substitution_redirection_or_hidden_patch_heade
     xdg = tmp_path / "xdg"
     (xdg / "clover-code").mkdir(parents=True)
     (xdg / "clover-code" / "config.toml").write_text('allow = ["shell:git status*", "edit:src/**"]\n')
-    engine = replies(tmp_path / "r.jsonl", *ATTACKS, tool_call("run_shell", command="git status 2>&1"), "done")
+    engine = scripted_engine(tmp_path / "r.jsonl", *ATTACKS, tool_call("run_shell", command="git status 2>&1"), "done")
     proc = cli("--task", "go", "--cwd", str(git_repo), "--approval", "ask", "--engine", engine,
                env={"XDG_CONFIG_HOME": str(xdg)})
     assert proc.returncode == 0, proc.stderr
@@ -74,7 +62,7 @@ class FirstAlways:
 
 def test_always_on_a_glob_command_does_not_allow_everything(git_repo, tmp_path):
     script = tmp_path / "r.jsonl"
-    settings = Settings(engine=replies(script, tool_call("run_shell", command="* --version"),
+    settings = Settings(engine=scripted_engine(script, tool_call("run_shell", command="* --version"),
                                        tool_call("run_shell", command="touch pwned"), "done"),
                         approval="ask", sandbox=False)
     approver = FirstAlways()

@@ -23,22 +23,11 @@ from clover_code.agent.permissions import ModeApprover
 from clover_code.engine import ToolCall
 from clover_code.settings import Settings
 from clover_code.wiring.assemble import build_agent
+from tests.replies import scripted_engine, tool_call
+
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch, tmp_path):
-    for var in ("CLOVER_ENDPOINT", "OPENAI_BASE_URL", "CLOVER_MODEL", "CLOVER_APPROVAL"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-
-
-def tool_call(name: str, **arguments) -> str:
-    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
-
-
-def replies(path: Path, *texts: str) -> str:
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in texts))
-    return f"scripted:{path}"
 
 
 def forge_log(repo: Path, commands: list[str]) -> Path:
@@ -61,7 +50,7 @@ FORGED = ["*", "* x", "touch anything"]
 
 def test_forged_always_approvals_do_not_let_a_resumed_shell_call_through(git_repo, tmp_path, cli):
     log = forge_log(git_repo, FORGED)
-    engine = replies(tmp_path / "r.jsonl", tool_call("run_shell", command="touch marker"), "done")
+    engine = scripted_engine(tmp_path / "r.jsonl", tool_call("run_shell", command="touch marker"), "done")
     proc = cli("--task", "go on", "--cwd", str(git_repo), "--resume", "--approval", "ask", "--engine", engine)
     assert not (git_repo / "marker").exists(), proc.stderr
     assert "declined run_shell" in proc.stderr, proc.stderr
@@ -73,7 +62,7 @@ def test_forged_always_approvals_do_not_let_a_resumed_shell_call_through(git_rep
 
 
 def test_resume_keeps_the_conversation_but_not_the_rules(git_repo, tmp_path):
-    settings = Settings(engine=replies(tmp_path / "s.jsonl", tool_call("run_shell", command="echo 1"), "ok"),
+    settings = Settings(engine=scripted_engine(tmp_path / "s.jsonl", tool_call("run_shell", command="echo 1"), "ok"),
                         approval="ask", sandbox=False, allow=["shell:git status*"])
     first = build_agent(settings, git_repo, ModeApprover("always"))
     asyncio.run(_drain(first))
@@ -104,7 +93,7 @@ def test_file_tools_cannot_write_clover_or_git(git_repo, tmp_path, cli, call):
     (git_repo / ".clover" / "sessions").mkdir(parents=True)
     (git_repo / "logs").symlink_to(git_repo / ".clover" / "sessions", target_is_directory=True)
     before = work_tree(git_repo)
-    engine = replies(tmp_path / "r.jsonl", call, "done")
+    engine = scripted_engine(tmp_path / "r.jsonl", call, "done")
     cli("--task", "write", "--cwd", str(git_repo), "--approval", "full-auto", "--engine", engine)
     logs = sorted((git_repo / ".clover" / "sessions").iterdir())
     assert logs[0].name == ".gitignore" and len(logs) == 2, logs  # this run's own log only

@@ -15,16 +15,10 @@ from clover_code.config import load_settings
 from clover_code.tools.sandbox.policy import DEFAULT_DENY_READ, SandboxPolicy
 from clover_code.wiring.assemble import tool_context
 
-CLEARED = ("CLOVER_ENDPOINT", "OPENAI_BASE_URL", "CLOVER_API_KEY", "OPENAI_API_KEY", "CLOVER_MODEL",
-           "CLOVER_APPROVAL")
 REFUSED = "http://127.0.0.1:9/v1"  # for settings that are never used to connect
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch, tmp_path):
-    for var in CLEARED:
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 @pytest.fixture

@@ -15,14 +15,13 @@ With the sandbox turned off (the user accepts unconfined commands) git runs bare
 
 from __future__ import annotations
 
-import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from clover_code.tools.errors import ToolError
 from clover_code.tools.sandbox.bwrap import command_env, confined_argv, protected_inside
-from clover_code.tools.sandbox.limits import ProcessLimit, limit_note
+from clover_code.tools.sandbox.limits import ProcessLimit, kill_group, limit_note
 from clover_code.tools.sandbox.policy import SandboxPolicy
 
 # No fsmonitor daemon, no colour or quoting in what the model reads; commits are unsigned,
@@ -143,7 +142,7 @@ class Git:
         try:
             out, err = proc.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             out, err = proc.communicate()
             err += f"\n[git timed out after {timeout:g} s and was killed]"
         if limit and limit.hit(err):
@@ -164,9 +163,3 @@ def _outermost(paths: tuple[Path, ...]) -> tuple[Path, ...]:
     unique = list(dict.fromkeys(p.resolve() for p in paths))
     return tuple(p for p in unique if not any(p != q and p.is_relative_to(q) for q in unique))
 
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, 9)
-    except (ProcessLookupError, PermissionError):
-        pass

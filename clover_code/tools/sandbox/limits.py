@@ -220,6 +220,14 @@ def _kill(pid: int) -> None:
         pass
 
 
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group `pid` leads (a command started in a session of its own)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # already gone
+
+
 def _pid_ns(pid: int | str) -> str | None:
     try:
         return os.readlink(f"/proc/{pid}/ns/pid")
