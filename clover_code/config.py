@@ -159,7 +159,9 @@ def _apply_over_files(settings: Settings, values: JSONObject, source: str) -> No
     _apply(settings, values, source)
 
 
-def load_settings(cwd: Path, flags: JSONObject | None = None) -> Settings:
+def load_settings(cwd: Path, flags: JSONObject | None = None, *, demo_default: bool = True) -> Settings:
+    """The settings from every layer; `demo_default=False` leaves an unnamed model unnamed
+    (a served model is always chosen, never the toy default)."""
     settings = Settings()
     user_path = user_config_path()
     _apply(settings, _normal_keys(_read_toml(user_path)), str(user_path))
@@ -167,7 +169,8 @@ def load_settings(cwd: Path, flags: JSONObject | None = None) -> Settings:
     _apply(settings, _project_values(project_path, settings), str(project_path))
     _apply_over_files(settings, _env_values(), "environment")
     _apply_over_files(settings, _normal_keys(flags or {}), "command line")
-    use_demo_model(settings)
+    if demo_default:
+        use_demo_model(settings)
     return settings
 
 

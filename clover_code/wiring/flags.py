@@ -16,7 +16,7 @@ from clover_code.config import ENV_VARS, load_settings
 from clover_code.jsonsafe import JSONObject
 from clover_code.settings import ConfigError, Settings
 
-Mode = Literal["tui", "headless", "generate", "doctor"]
+Mode = Literal["tui", "headless", "generate", "doctor", "serve"]
 ENGINES_HELP = "embedded, remote or scripted:FILE"
 # Flag (argparse dest) -> the setting it sets; each mode's parser has some of them.
 FLAG_SETTINGS = ("engine", "model", "endpoint", "approval", "max_turns", "max_tokens", "temperature",
@@ -34,8 +34,9 @@ def settings_for(mode: Mode, args: argparse.Namespace) -> tuple[Path, Settings]:
     """The workspace and the settings a mode runs with; ConfigError names what is wrong."""
     check_ranges(args)
     cwd = workspace(getattr(args, "cwd", None))
-    settings = load_settings(cwd, flag_values(mode, args))
-    if mode != "doctor":  # doctor reports a bad engine as a finding, not a usage error
+    settings = load_settings(cwd, flag_values(mode, args), demo_default=mode != "serve")
+    # doctor reports a bad engine as a finding, not a usage error; serve always runs the embedded one
+    if mode not in ("doctor", "serve"):
         check_engine(settings.engine_name())
     return cwd, settings
 

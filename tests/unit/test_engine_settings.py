@@ -58,3 +58,32 @@ def test_scaffold_is_on_unless_the_flag_or_the_config_says_no(tmp_path, tiny_att
     assert (from_file.scaffold, from_file.copy_drafting) == (False, True)
     assert serve_parser().parse_args(["--no-scaffold"]).scaffold is False
     assert serve_parser().parse_args([]).scaffold is None
+
+
+def test_serve_reads_the_user_config_as_every_mode_does(tmp_path, tiny_hybrid_ckpt, monkeypatch):
+    import uvicorn
+
+    from clover_code.cli import serve_parser
+    from clover_code.wiring.serve import run_serve
+
+    write(tmp_path / "xdg/clover-code/config.toml",
+          f'model = "{tiny_hybrid_ckpt}"\ncheckpoint_mb = 0\nprefix_cache_mb = 2\nscaffold = false\n'
+          'endpoint = "http://elsewhere.invalid/v1"\n')  # the TUI's remote engine; serve still runs embedded
+    served = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: served.append(app))
+    monkeypatch.chdir(tmp_path)
+    assert run_serve(serve_parser().parse_args(["--threshold", "0.9"])) == 0
+    engine = served[0].state.server.engine
+    assert engine.denoiser.state.checkpoints.budget == 0 and engine.denoiser.pool.budget == 2 * 2**20
+    assert (engine.scaffold, engine.threshold) == (False, 0.9)
+
+
+def test_serve_refuses_bad_flags_and_no_model_with_one_line(tmp_path, monkeypatch, capsys):
+    from clover_code.cli import serve_parser
+    from clover_code.wiring.serve import run_serve
+
+    monkeypatch.chdir(tmp_path)
+    assert run_serve(serve_parser().parse_args(["--threshold", "2", "--model", "x"])) == 2
+    assert run_serve(serve_parser().parse_args([])) == 2  # never the toy demo model by default
+    err = capsys.readouterr().err
+    assert "--threshold 2" in err and "--model DIR" in err and "Traceback" not in err
