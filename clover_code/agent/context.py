@@ -71,6 +71,7 @@ class _Undone:
     dropped: list[JSONObject]
     compactions: list[Compacted]
     clears: list[int]
+    span: tuple[int, int]  # the turns it took away: from the one rewound to, to the count before
 
 
 @dataclass
@@ -114,7 +115,7 @@ class Conversation:
             self.flush()
             self._messages.append({"role": "user", "content": shell_content(event)})
         elif isinstance(event, Rewound):
-            self._rewind(event.turn)
+            self._rewind(event.turn, keep=event.scope == "code")
         elif isinstance(event, Redone):
             self._take_back_rewind()
         elif isinstance(event, BlockCommitted):
@@ -153,6 +154,11 @@ class Conversation:
     def can_redo(self) -> bool:
         return bool(self._redo)
 
+    def pending_redo(self) -> list[tuple[int, int]]:
+        """The rewinds /redo can take back, oldest first: the turns each took away, as (the
+        turn rewound to, the turn count before it); a files-only rewind took none."""
+        return [undone.span for undone in self._redo]
+
     def _save(self) -> _Saved:
         return _Saved(list(self._messages), len(self.dropped), len(self.compactions))
 
@@ -163,14 +169,19 @@ class Conversation:
         del self.compactions[saved.compactions:]
         self._anchor = None  # the server's count was of a conversation that is gone
 
-    def _rewind(self, turn: int) -> None:
-        """Back to the state before `turn`; a turn not (or no longer) known is ignored, so a
-        damaged log cannot break its replay."""
+    def _rewind(self, turn: int, keep: bool = False) -> None:
+        """Back to the state before `turn` (`keep`: the files went back, the conversation stays;
+        a redo still pairs with it); a turn not (or no longer) known is ignored, so a damaged
+        log cannot break its replay."""
         if not 0 <= turn < len(self._turns):
             return
         self.flush()
-        self._redo.append(_Undone(self._turns[turn:], list(self._messages), list(self.dropped),
-                                  list(self.compactions), list(self._clears)))
+        count = len(self._turns)
+        span = (count, count) if keep else (turn, count)
+        self._redo.append(_Undone([] if keep else self._turns[turn:], list(self._messages), list(self.dropped),
+                                  list(self.compactions), list(self._clears), span))
+        if keep:
+            return
         self._restore(self._turns[turn][1])
         self._turns = self._turns[:turn]
         self._clears = [c for c in self._clears if c <= turn]  # a /clear before the turn still stands

@@ -131,13 +131,21 @@ class UserShell:
     data: JSONObject = field(default_factory=dict)
 
 
+RewindScope = Literal["both", "conversation", "code"]
+
+
 @dataclass(frozen=True)
 class Rewound:
     """Back to just before user turn `turn` (counting every UserMessage of the session from 0):
-    later messages leave the conversation; `files` says what the restore of the work tree did."""
+    later messages leave the conversation; `files` says what the restore of the work tree did.
+    `scope`: the files and the conversation, the conversation only, or the files only (the
+    conversation stays as it is). `files_kept`: whether that turn's file checkpoints exist (a
+    turn of a session begun before they were kept across runs has none: conversation only)."""
 
     turn: int
     files: str = ""
+    scope: RewindScope = "both"
+    files_kept: bool = True
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from clover_code.agent.events import (
     Event,
     Notice,
     Redone,
+    RewindScope,
     Rewound,
     TextDelta,
     ToolFinished,
@@ -105,6 +106,9 @@ class Agent:
         self.conversation = conversation or Conversation(system_prompt or "", registry.schemas())
         self._on_step: Callable[[DenoiseStep], None] | None = None
         self._sink: Callable[[Event | _End], None] | None = None  # the running turn's queue
+        if ctx.checkpoints is not None and session is not None:  # an earlier run's checkpoints count too
+            ctx.checkpoints.continue_session(session.id, self.conversation.turn_count,
+                                             self.conversation.pending_redo())
 
     def set_on_step(self, cb: Callable[[DenoiseStep], None] | None) -> None:
         self._on_step = cb
@@ -175,18 +179,31 @@ class Agent:
         return UserShell(call, result.ok, result.output, seconds, result.data)
 
     # --- rewind ----------------------------------------------------------------------------
-    async def rewind(self, turn: int) -> Rewound:
+    async def rewind(self, turn: int, scope: RewindScope = "both") -> Rewound:
         """Back to just before user turn `turn` (Conversation.turns()): the work tree as its
-        checkpoint has it and the conversation without that turn and the ones after. Logged,
-        so a resumed session resumes the rewound conversation."""
+        checkpoint has it and the conversation without that turn and the ones after (`scope`:
+        both, or only one of them). Logged, so a resumed session resumes the rewound
+        conversation; the checkpoints of earlier runs of the session count as this run's."""
         if not 0 <= turn < self.conversation.turn_count:
             raise ValueError(f"no turn {turn} to rewind to")
-        files = ""
-        if self.ctx.checkpoints is not None:
-            files = await asyncio.to_thread(self.ctx.checkpoints.rewind, turn)
-        event = Rewound(turn, files)
+        files, kept = "", False
+        checkpoints = self.ctx.checkpoints
+        if checkpoints is not None:
+            kept = await asyncio.to_thread(checkpoints.files_kept, turn)
+            files = await asyncio.to_thread(checkpoints.rewind, turn, files=scope != "conversation",
+                                            conversation=scope != "code")
+        event = Rewound(turn, files, scope, kept)
         self.emit(event)
         return event
+
+    async def files_kept(self) -> dict[int, bool]:
+        """Per turn a rewind can go back to: whether its files can be restored too."""
+        turns = [turn.index for turn in self.conversation.turns()]
+        checkpoints = self.ctx.checkpoints
+        if checkpoints is None:
+            return dict.fromkeys(turns, False)
+        since = await asyncio.to_thread(checkpoints.kept_since)
+        return {turn: since is not None and turn >= since for turn in turns}
 
     async def redo(self) -> Redone | None:
         """Take back the latest rewind (files and conversation); None when there is none to take

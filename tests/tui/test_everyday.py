@@ -140,7 +140,7 @@ async def test_esc_esc_rewinds_files_and_conversation_and_redo_takes_it_back(rep
         await pilot.press("escape", "escape")
         picker = await wait_for(pilot, lambda: app.screen if isinstance(app.screen, RewindPicker) else None)
         assert [t.text for t in picker.turns] == ["fix add", "double it"]
-        await pilot.press("up", "enter")  # back to before "fix add"
+        await pilot.press("up", "enter", "enter")  # back to before "fix add": code and conversation
         await wait_for(pilot, lambda: "Rewound to before message 1" in notes(app))
         assert (repo / "app.py").read_text().endswith("a - b\n")
         assert shown_users(app) == [] and "Fixed." not in replies(app)

@@ -147,7 +147,7 @@ async def test_undo_and_diff_restore_the_files(repo):
         await wait_for(pilot, lambda: app.query(".-diff"))
         await send(pilot, "/undo")  # the rewind picker, the latest message chosen
         await wait_for(pilot, lambda: app.screen.is_modal)
-        await pilot.press("enter")
+        await pilot.press("enter", "enter")  # that message; code and conversation, the default
         await wait_for(pilot, lambda: "Rewound to before message 1" in notes(app))
         assert (repo / "app.py").read_text().endswith("a - b\n")
 

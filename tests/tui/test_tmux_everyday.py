@@ -65,6 +65,9 @@ def test_live_output_bang_at_path_rewind_redo_history_and_modes_at_120x40(tmux: 
     screen = tmux.wait_for("Rewind: go back to just before a message")
     assert "1. run the steps" in screen and "2. fix @app.py" in screen
     tmux.keys("Enter")  # the latest: back to before "fix @app.py"
+    screen = tmux.wait_for("1. Code and conversation")  # then what goes back
+    assert "2. Conversation only" in screen and "3. Code only" in screen
+    tmux.keys("Enter")
     screen = tmux.wait_for("Rewound to before message 2")
     assert (repo / "app.py").read_text().endswith("a - b\n")
     assert "Fixed: add adds." not in screen and "M app.py" not in screen

@@ -60,17 +60,22 @@ def _file_digest(path: Path, size: int) -> str | None:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def _refuse_reserved(given: str, relative: Path) -> None:
-    """File tools never write where git or clover-code take orders from: a `.git` folder at
-    any depth (hooks and config run on the host) and the root's `.clover/` (session logs,
-    the project's config)."""
+def reserved_path(relative: Path) -> str | None:
+    """Why nothing of clover-code may write `relative` (a path under the root), or None: a
+    `.git` folder at any depth (hooks and config run on the host) and the root's `.clover/`
+    (session logs, the project's config). File tools and checkpoint restores both ask."""
     parts = [_comparable(part) for part in relative.parts]
     if ".git" in parts:
-        raise ToolError(f"{given!r}: file tools never write inside a .git folder "
-                        "(git runs what it finds there); use the git tools")
+        return "never write inside a .git folder (git runs what it finds there); use the git tools"
     if parts[:1] == [".clover"]:
-        raise ToolError(f"{given!r}: file tools never write under .clover/ "
-                        "(clover-code's own session logs and settings)")
+        return "never write under .clover/ (clover-code's own session logs and settings)"
+    return None
+
+
+def _refuse_reserved(given: str, relative: Path) -> None:
+    why = reserved_path(relative)
+    if why is not None:
+        raise ToolError(f"{given!r}: file tools {why}")
 
 
 class Workspace:

@@ -16,12 +16,23 @@ files only. Restoring rewrites only files that differ: created ones are removed,
 ones come back. Ignored files (build output, venvs) are neither saved nor touched. Git runs
 inside the sandbox like every other git command (tools/sandbox/gitrun.py), with hooks off.
 Sessions at work in the same folder see each other (live_sessions.py), and undo says so.
+
+A session's checkpoints outlive its process, so a rewind of a resumed session (`--resume`,
+`/model`) restores files as within one run. They are kept per session id (the session
+log's) under refs/clover/checkpoints/<session>/: `turn-N` (the tree before turn N's first
+change), `settled-N` (after its latest), `redo-K` (the tree before the K-th rewind that
+/redo can take back) and `from-N` (checkpoints are kept for every turn from N: a turn before
+it ran in a version that kept them per run, so its files cannot be restored). The refs live
+in the git dir (or the shadow repository), which commands cannot write; the log, which they
+can, gives only the session id (made ref-safe) and the turn numbers. A restore never writes
+inside a `.git` or under the root's `.clover/`, whatever a checkpoint's tree holds.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -33,6 +44,7 @@ from typing import Literal, overload
 
 from clover_code.tools.errors import ToolError
 from clover_code.tools.sandbox.gitrun import Git
+from clover_code.tools.workspace import reserved_path
 from clover_code.tools.workspace.live_sessions import LiveSession, LiveSessions
 
 IDENTITY = {"GIT_AUTHOR_NAME": "clover-code", "GIT_AUTHOR_EMAIL": "clover-code@localhost",
@@ -43,6 +55,9 @@ SHADOW_EXCLUDES = "node_modules/\n.venv/\nvenv/\n__pycache__/\n*.pyc\n.mypy_cach
 NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
 LISTED = 8  # file names shown per kind in an undo summary
 KEEP_DAYS = 14  # checkpoint refs of older sessions are dropped (their objects then age out in gc)
+REFS = "refs/clover/checkpoints"
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+_REF = re.compile(r"(turn|settled|redo|from)-(\d{1,9})")
 
 
 class CheckpointError(ToolError):
@@ -66,13 +81,18 @@ class Checkpoints:
         self._tmp = tempfile.TemporaryDirectory(prefix="clover-checkpoints-")
         self._index = Path(self._tmp.name) / "index"  # private index, kept warm across snapshots
         self._session = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        self._name = self._session  # whose refs: the session log's id once continue_session() names it
         self._stack: list[tuple[int, str]] = []  # (turn, commit), oldest first
         self._first: str | None = None  # the session's first checkpoint, kept after undo
         self._count = 0
         self._turn = -1  # turns count from 0, as the conversation counts them; shown from 1
-        self._since: int | None = None  # the first turn of this run: older ones have no checkpoint here
+        self._kept_from: int | None = None  # the first turn whose checkpoints are kept (from-N)
         self._taken = False  # a checkpoint exists for the current turn
         self._redo: list[_Rewind] = []  # what rewinds undid, latest last
+        self._loaded = True  # nothing to read back: a new session (continue_session says otherwise)
+        self._turns = 0  # continue_session(): the conversation's turns, and the rewinds redo can take back
+        self._pending: list[tuple[int, int]] = []
+        self._refs: set[str] = set()  # the names under this session's refs known to exist
         # checkpoint commit -> the work tree after its turn's latest change (settle())
         self._settled: dict[str, str] = {}
         self._made: list[str] = []  # every checkpoint of this run, oldest first (undone ones too)
@@ -82,22 +102,55 @@ class Checkpoints:
 
     # -- public ------------------------------------------------------------------
 
+    def continue_session(self, session: str, turns: int = 0, redo: list[tuple[int, int]] | None = None) -> None:
+        """Keep the checkpoints as those of session `session` (its log's id), whose conversation
+        has `turns` turns and, oldest first, the rewinds /redo can take back as (the turn
+        rewound to, the turns before it): an earlier run's checkpoints of it are read back on
+        first use. Call before any other method."""
+        with self._lock:
+            self._name = safe_session_name(session)
+            self._turns, self._pending = turns, list(redo or [])
+            self._loaded = False
+
+    def kept_since(self) -> int | None:
+        """The first turn whose file checkpoints are kept (a rewind to an earlier one cannot
+        restore files); None: none is, as no turn has begun with them kept."""
+        with self._lock:
+            self._load()
+            return self._kept_from
+
     def begin_turn(self, turn: int | None = None) -> None:
-        """A turn starts: `turn` its number (the conversation's), else the next one."""
+        """A turn starts: `turn` its number (the conversation's), else the next one. The
+        checkpoints of the turns it replaces (rewound away) are gone for good."""
         with self._lock:
             self._turn = self._turn + 1 if turn is None else turn
-            self._since = self._turn if self._since is None else self._since
             self._taken = False
             self._redo.clear()  # a new turn: what rewinds undid is gone for good
+            self._stack = [entry for entry in self._stack if entry[0] < self._turn]
+            try:
+                self._load()
+                stale = [name for name in self._refs if (found := _REF.fullmatch(name)) and (
+                    found[1] == "redo" or (found[1] in ("turn", "settled") and int(found[2]) >= self._turn))]
+                marker = None
+                if self._kept_from is None:
+                    marker = self._keep(self._git("mktree", input=""),
+                                        f"clover: checkpoints kept from turn {self._turn + 1}", ref=None)
+                self._update_refs(stale, {f"from-{self._turn}": marker} if marker else {})
+            except CheckpointError:
+                pass  # kept for this run only: a later rewind says what it cannot restore
+            if self._kept_from is None:
+                self._kept_from = self._turn
 
     def ensure(self) -> None:
         """Snapshot the work tree, once per turn, before its first change."""
         with self._lock:
             if self._taken:
                 return
+            self._load()
             tree = self._snapshot_tree()
             parent = ["-p", self._stack[-1][1]] if self._stack else []
-            commit = self._keep(tree, f"clover checkpoint: turn {self._turn + 1}", *parent)
+            ref = f"turn-{self._turn}" if self._turn >= 0 else f"made-{self._count + 1}"
+            commit = self._keep(tree, f"clover checkpoint: turn {self._turn + 1}", *parent, ref=ref)
             self._stack.append((self._turn, commit))
             self._made.append(commit)
             self._first = self._first or commit
@@ -108,7 +161,10 @@ class Checkpoints:
         checkpoint is this session's to undo (what others change after this is not)."""
         with self._lock:
             if self._taken and self._stack:
-                self._settled[self._stack[-1][1]] = self._snapshot_tree()
+                turn, commit = self._stack[-1]
+                tree = self._settled[commit] = self._snapshot_tree()
+                if turn >= 0:  # read back with the checkpoint when the session is resumed
+                    self._update_refs([], {f"settled-{turn}": tree})
 
     def other_sessions(self) -> list[LiveSession]:
         """Other clover-code sessions at work in this folder now."""
@@ -133,45 +189,67 @@ class Checkpoints:
             self._taken = False
             return self._told("Nothing to undo: the files already match the session's start.", [])
 
-    def rewind(self, turn: int) -> str:
+    def rewind(self, turn: int, *, files: bool = True, conversation: bool = True) -> str:
         """Put the work tree back as it was when `turn` began (its checkpoint, or the next
-        one's: a turn that changed nothing has none); `redo()` takes it back. What it did."""
+        one's: a turn that changed nothing has none); `redo()` takes it back. What it did.
+        `files=False`: only the conversation goes back (the files stay, redo pairs all the
+        same); `conversation=False`: only the files (the later turns' checkpoints stay)."""
         with self._lock:
-            if self._since is None or turn < self._since:
-                self._redo.append(_Rewind(None, []))  # paired with the conversation's redo all the same
-                return ("Files not restored: that turn began before this run of clover-code, and "
-                        "checkpoints are kept per run.")
+            self._load()
+            if not files:
+                self._pushed(_Rewind(None, self._rewound(turn) if conversation else []))
+                return ""
+            if self._kept_from is None or turn < self._kept_from:
+                self._pushed(_Rewind(None, self._rewound(turn) if conversation else []))
+                return NOT_KEPT
             later = [entry for entry in self._stack if entry[0] >= turn]
             if not later:
-                self._redo.append(_Rewind(None, []))
+                self._pushed(_Rewind(None, self._rewound(turn) if conversation else []))
                 return "No files to restore: they were not changed since that turn."
-            current = self._keep(self._snapshot_tree(), f"clover redo point: before rewinding to turn {turn + 1}")
+            current = self._keep(self._snapshot_tree(), f"clover redo point: before rewinding to turn {turn + 1}",
+                                 ref=f"redo-{len(self._redo) + 1}")
             mine, kept = self._ours(current, [commit for _, commit in later])
             changes = self._restore_paths(current, later[0][1], mine)
-            self._stack = self._stack[: len(self._stack) - len(later)]
-            self._redo.append(_Rewind(current, later))
+            self._redo.append(_Rewind(current, self._rewound(turn) if conversation else []))
             return self._told(_summary("The files are back as they were before that turn.", changes) if changes else (
                 "No files to restore: they already match that turn's start."), kept)
+
+    def files_kept(self, turn: int) -> bool:
+        """Whether a rewind to `turn` can restore the files (its checkpoints were kept)."""
+        kept = self.kept_since()
+        return kept is not None and turn >= kept
+
+    def _rewound(self, turn: int) -> list[tuple[int, str]]:
+        """The checkpoints of `turn` and later leave the stack (the conversation goes back to
+        before `turn`); they are what a redo puts back."""
+        later = [entry for entry in self._stack if entry[0] >= turn]
+        self._stack = self._stack[: len(self._stack) - len(later)]
+        return later
+
+    def _pushed(self, undone: _Rewind) -> None:
+        """A rewind that changed no file: an earlier redo point at its depth is not its."""
+        self._redo.append(undone)
+        stale = f"redo-{len(self._redo)}"
+        if stale in self._refs:
+            try:
+                self._update_refs([stale], {})
+            except CheckpointError:
+                pass
 
     def redo(self) -> str:
         """Take back the latest rewind: the work tree as it was before it. What it did."""
         with self._lock:
+            self._load()
             if not self._redo:
                 return ""
             undone = self._redo.pop()
+            self._stack.extend(undone.stack)
             if undone.tree is None:
                 return ""
-            changes = self._restore(self._snapshot_tree(), undone.tree)
-            self._stack.extend(undone.stack)
+            current = self._snapshot_tree()
+            changes = self._restore_paths(current, undone.tree, [path for _, path in self._changes(
+                current, f"{undone.tree}^{{tree}}")])
             return _summary("The files are back as they were before the rewind.", changes) if changes else ""
-
-    def _restore(self, current: str, commit: str) -> list[tuple[str, str]]:
-        """Make the work tree `commit`'s tree (only the files that differ); the changes made."""
-        changes = self._changes(current, f"{commit}^{{tree}}")
-        if changes:
-            self._git("read-tree", "--reset", "-u", current, f"{commit}^{{tree}}")
-        self._taken = False  # a later change needs a fresh checkpoint
-        return changes
 
     def _ours(self, current: str, checkpoints: list[str]) -> tuple[list[str], list[str]]:
         """The files the turns of `checkpoints` (oldest first) changed, as two lists: those
@@ -188,7 +266,7 @@ class Checkpoints:
 
     def _restore_paths(self, current: str, commit: str, paths: list[str]) -> list[tuple[str, str]]:
         """Put `paths` back as `commit` has them (one created since is removed); the changes made."""
-        wanted = set(paths)
+        wanted = {path for path in paths if reserved_path(Path(path)) is None}  # never .git, never .clover/
         changes = [change for change in self._changes(current, f"{commit}^{{tree}}") if change[1] in wanted]
         if changes:
             self._git("--literal-pathspecs", "restore", f"--source={commit}", "--staged", "--worktree",
@@ -209,12 +287,51 @@ class Checkpoints:
             lines.append(other_sessions_notice(others))
         return "\n".join(lines)
 
-    def _keep(self, tree: str, message: str, *parent: str) -> str:
-        """A commit of `tree` under this session's private refs (so gc keeps it)."""
+    def _keep(self, tree: str, message: str, *parent: str, ref: str | None) -> str:
+        """A commit of `tree`, under this session's private ref `ref` (so gc keeps it, and a
+        resumed session finds it); `ref=None`: the caller writes the ref."""
         commit = self._git("commit-tree", tree, *parent, "-m", message)
         self._count += 1
-        self._git("update-ref", f"refs/clover/checkpoints/{self._session}/{self._count}", commit)
+        if ref is not None:
+            self._update_refs([], {ref: commit})
         return commit
+
+    def _update_refs(self, delete: list[str], create: dict[str, str]) -> None:
+        """Delete and point this session's refs (names under its folder), in one git call."""
+        if not delete and not create:
+            return
+        prefix = f"{REFS}/{self._name}"
+        self._git("update-ref", "--stdin", input="".join(
+            [f"delete {prefix}/{name}\n" for name in delete] +
+            [f"update {prefix}/{name} {value}\n" for name, value in create.items()]))
+        self._refs.difference_update(delete)
+        self._refs.update(create)
+
+    def _load(self) -> None:
+        """An earlier run's checkpoints of this session, read back once (continue_session):
+        those of its live turns join the stack, those of rewound turns wait for /redo."""
+        if self._loaded:
+            return
+        self._loaded = True
+        self._ensure_git_dir()
+        prefix = f"{REFS}/{self._name}/"
+        found: dict[str, dict[int, str]] = {"turn": {}, "settled": {}, "redo": {}, "from": {}}
+        for line in self._git("for-each-ref", "--format=%(objectname) %(refname)", prefix).splitlines():
+            value, _, ref = line.partition(" ")
+            name = ref.removeprefix(prefix)
+            self._refs.add(name)
+            if (match := _REF.fullmatch(name)) is not None:
+                found[match[1]][int(match[2])] = value
+        if found["from"]:
+            self._kept_from = min(found["from"])
+        turns = sorted(found["turn"].items())
+        self._stack = [entry for entry in turns if entry[0] < self._turns] + [
+            entry for entry in self._stack if entry[0] >= self._turns]
+        for turn, commit in turns:
+            if turn in found["settled"]:
+                self._settled[commit] = found["settled"][turn]
+        self._redo = [_Rewind(found["redo"].get(depth), [entry for entry in turns if lo <= entry[0] < hi])
+                      for depth, (lo, hi) in enumerate(self._pending, 1)]
 
     def diff_since_start(self) -> str:
         """Unified diff of the files this session changed, from the session's first checkpoint
@@ -233,14 +350,18 @@ class Checkpoints:
 
     # -- plumbing ------------------------------------------------------------------
 
-    def _snapshot_tree(self) -> str:
+    def _ensure_git_dir(self) -> Path:
         if self._git_dir is None:
             self._git_dir = self._find_git_dir()
             self._seed_index(self._git_dir)
             self._prune_old_sessions()
+        return self._git_dir
+
+    def _snapshot_tree(self) -> str:
+        self._ensure_git_dir()
         self._git("add", "-A", "--", ".")
         tree = self._git("write-tree")
-        if self._shadow:  # keep the stat cache for the next session on this folder
+        if self._shadow and self._git_dir is not None:  # keep the stat cache for the next session here
             kept = self._git_dir / "index.clover-tmp"
             shutil.copy2(self._index, kept)
             os.replace(kept, self._git_dir / "index")
@@ -284,11 +405,18 @@ class Checkpoints:
                 self._index.unlink(missing_ok=True)  # unreadable copy (split index...): start empty
 
     def _prune_old_sessions(self) -> None:
-        listing = self._git("for-each-ref", "--format=%(committerdate:unix) %(refname)",
-                            "refs/clover/checkpoints")
+        """Sessions whose newest checkpoint is older than KEEP_DAYS lose all their refs (a
+        settled tree has no date of its own: it goes with its session)."""
+        listing = self._git("for-each-ref", "--format=%(committerdate:unix) %(refname)", REFS)
         cutoff = time.time() - KEEP_DAYS * 86400
-        entries = (line.split(" ", 1) for line in listing.splitlines())
-        old = [ref for when, ref in entries if int(when) < cutoff]
+        newest: dict[str, float] = {}
+        refs: dict[str, list[str]] = {}
+        for when, _, ref in (line.partition(" ") for line in listing.splitlines()):
+            session = ref.removeprefix(f"{REFS}/").split("/", 1)[0]
+            refs.setdefault(session, []).append(ref)
+            newest[session] = max(newest.get(session, 0.0), float(when) if when.isdigit() else 0.0)
+        old = [ref for session, names in refs.items() if newest[session] < cutoff and session != self._name
+               for ref in names]
         if old:
             self._git("update-ref", "--stdin", input="".join(f"delete {ref}\n" for ref in old))
 
@@ -322,6 +450,18 @@ def other_sessions_notice(others: list[LiveSession]) -> str:
     session = "Another clover-code session is" if len(others) == 1 else f"{len(others)} other clover-code sessions are"
     return (f"{session} at work in this folder ({who}): undo and diff here count only this "
             "session's changes, and leave its edits alone.")
+
+
+NOT_KEPT = ("Files not restored, only the conversation: no file checkpoint of that turn was kept "
+            f"(it ran in a clover-code that kept them per run only, or more than {KEEP_DAYS} days ago).")
+
+
+def safe_session_name(session: str) -> str:
+    """`session` as one ref name component: an id as session logs are named stays as it is,
+    anything else (a log's file name is the workspace's to choose) becomes a digest of it."""
+    if _SAFE_ID.fullmatch(session):
+        return session
+    return "h-" + hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 @dataclass(frozen=True)

@@ -605,12 +605,20 @@ class CloverApp(App[int]):
         if self.completer is not None:
             self.completer.text_changed()
 
-    def restore_prompt(self, text: str) -> None:
-        """A rewound message back in the editor, to edit and send again (unless one is being typed)."""
-        if text and not self.editor.text.strip():
+    def restore_prompt(self, text: str) -> bool:
+        """A rewound message back in the editor, to edit and send again (unless one is being
+        typed); whether it was put there."""
+        put = bool(text) and not self.editor.text.strip()
+        if put:
             self.editor.load_text(text)
             self.editor.move_cursor(self.editor.document.end)
         self.editor.focus()
+        return put
+
+    def take_back_prompt(self, text: str) -> None:
+        """A redo: the rewound message restore_prompt put in the editor goes, unless edited."""
+        if self.editor.text == text:
+            self.editor.clear()
 
     def _spinner_state(self) -> SpinnerState | None:
         if not self.busy:

@@ -84,8 +84,13 @@ class CommandHost(Protocol):
         """Open a picker (a modal screen); `callback(result)` when it closes."""
         ...
 
-    def restore_prompt(self, text: str) -> None:
-        """Put `text` in the editor to edit and send again, unless something is being typed."""
+    def restore_prompt(self, text: str) -> bool:
+        """Put `text` in the editor to edit and send again, unless something is being typed;
+        whether it did."""
+        ...
+
+    def take_back_prompt(self, text: str) -> None:
+        """Empty the editor if it still holds `text` as restore_prompt left it (not if edited)."""
         ...
 
     def action_toggle_denoise(self) -> None: ...

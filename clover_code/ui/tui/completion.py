@@ -1,7 +1,8 @@
 """What the completion popup offers for the word at the editor's cursor, and its keys.
 
 `/` at the start of the message offers the slash commands (Enter runs the chosen one, Tab
-only completes it); `@` after a space or at the start offers the workspace's files and folders
+only completes it; typed before text already there, Enter runs the command alone and leaves
+that text in the editor); `@` after a space or at the start offers the workspace's files and folders
 (Enter or Tab completes; a folder keeps the popup open on what is inside). Up/Down move,
 Esc closes. With the popup closed, every key is the editor's as before.
 """
@@ -45,6 +46,8 @@ class Editor(Protocol):
     def replace(self, insert: str, start: tuple[int, int], end: tuple[int, int]) -> object: ...
 
     def submit(self) -> None: ...
+
+    def submit_alone(self, command: str) -> None: ...
 
 
 def commands_from_help(help_text: str) -> list[Completion]:
@@ -160,6 +163,12 @@ class Completer:
         _, col = self.editor.cursor_location
         marker = "/" if word.kind == "command" else "@"
         self.popup.close()
+        lines = self.editor.text.split("\n")
+        if run and (lines[word.row][col:] + "".join(lines[word.row + 1:])).strip():
+            # typed before a message (a rewound one put back): the command runs, the message stays
+            self.editor.replace("", (word.row, word.start), (word.row, col))
+            self.editor.submit_alone(marker + chosen.value.lstrip("/"))
+            return
         self._ours = True  # a folder keeps the popup open on what it holds
         self.editor.replace(marker + chosen.value.lstrip("/") + ("" if run else chosen.then),
                             (word.row, word.start), (word.row, col))

@@ -24,6 +24,7 @@ class Hidden:
     widgets: list[Widget]
     marks: dict[int, Widget]
     note: Widget | None = None
+    prompt: str | None = None  # the message it put back in the editor (a redo takes it out, unedited)
 
 
 @dataclass
@@ -43,7 +44,12 @@ class TranscriptTurns:
                 hidden.remove()
         self.hidden.clear()
 
-    def rewound(self, view: ConversationView, turn: int) -> Hidden:
+    def rewound(self, view: ConversationView, turn: int, hide: bool = True) -> Hidden:
+        """A rewind to before `turn`; `hide=False`: the files only, the transcript stays (a
+        redo still pairs with it)."""
+        if not hide:
+            self.hidden.append(Hidden([], {}))
+            return self.hidden[-1]
         start = self.marks.get(turn)
         children = list(view.children)
         first = children.index(start) if start is not None and start in children else len(children)

@@ -89,6 +89,11 @@ class InputEditor(TextArea):
         # The pastes stay known: history brings their placeholders back.
         self.post_message(self.Submitted(text, shown))
 
+    def submit_alone(self, command: str) -> None:
+        """Send `command` (a slash command picked in the popup) and leave the editor's text."""
+        self.remember(command)
+        self.post_message(self.Submitted(command, command))
+
     def remember(self, text: str) -> None:
         """Put `text` in the history (what was sent, or what Ctrl+C cleared away)."""
         if text.strip() and (not self.sent or self.sent[-1] != text):
