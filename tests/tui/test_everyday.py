@@ -63,6 +63,21 @@ async def test_spinner_says_what_runs_for_how_long_and_how_to_stop_it(repo):
         await wait_for(pilot, lambda: not spinner.display)
 
 
+async def test_spinner_names_the_running_command_cut_to_fit_80_columns(repo):
+    command = "sleep 3; echo " + " ".join(f"word{i}" for i in range(30))
+    app = scripted_app(repo, [call("run_shell", command=command), "Done."], approval="full-auto")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await send(pilot, "run it")
+        spinner = app.query_one(Spinner)
+        await wait_for(pilot, lambda: "running shell: sleep 3; echo word0" in str(spinner.render()))
+        line = spinner.render()
+        assert str(line).endswith("s · esc to interrupt") and "…" in str(line)  # the command cut, not the legend
+        assert line.cell_len <= spinner.content_size.width <= 78
+        await idle(pilot)
+        await wait_for(pilot, lambda: not spinner.display)
+
+
 async def test_a_running_command_streams_into_its_card(repo):
     loop = "for i in 1 2 3 4 5 6 7 8 9; do echo line$i; sleep 0.15; done"
     app = scripted_app(repo, [call("run_shell", command=loop), "Done."], approval="full-auto")

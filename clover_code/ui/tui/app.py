@@ -44,7 +44,7 @@ from clover_code.agent.events import (
 )
 from clover_code.agent.permissions import rule_for_always
 from clover_code.agent.session import SessionError, sessions_dir
-from clover_code.engine import DenoiseStep
+from clover_code.engine import DenoiseStep, ToolCall
 from clover_code.settings import Settings
 from clover_code.ui.launch import AgentBuilder
 from clover_code.ui.terminal_text import visible
@@ -73,7 +73,7 @@ from clover_code.ui.tui.widgets.denoise_view import DenoiseView
 from clover_code.ui.tui.widgets.input_editor import InputEditor
 from clover_code.ui.tui.widgets.spinner import Spinner, SpinnerState
 from clover_code.ui.tui.widgets.status_bar import StatusBar, short_model
-from clover_code.ui.tui.widgets.tool_card import parse_arguments
+from clover_code.ui.tui.widgets.tool_card import parse_arguments, summarize, tool_label
 
 if TYPE_CHECKING:  # types only: the first paint must not wait for the agent's imports
     from clover_code.agent.loop import Agent
@@ -120,6 +120,7 @@ class CloverApp(App[int]):
         self._last_ctrl_c = 0.0
         self._paths_cache: tuple[float, list[str]] = (0.0, [])
         self._pending_answer: asyncio.Future[str] | None = None  # the approval being asked
+        self._running_tool: tuple[ToolCall, float] | None = None  # the call running now, since when
         self.turns = TranscriptTurns()  # which transcript widget starts each turn
         self.usage = UsageLog()  # tokens per turn, for /cost
         self.prompt_history = PromptHistory()  # prompts of every session, for Up/Down and Ctrl+R
@@ -422,13 +423,17 @@ class CloverApp(App[int]):
                 view.card(event.call).set_status("denied")
         elif isinstance(event, ToolStarted):
             live_shell.started(view, event.call, live)
+            if live:
+                self._running_tool = (event.call, time.monotonic())  # the spinner names it
         elif isinstance(event, ToolOutput):
             live_shell.output(view, event)
         elif isinstance(event, ToolFinished):
+            self._running_tool = None
             card = view.card(event.call)
             live_shell.finished(card)
             card.show_result(event.ok, event.output, event.seconds, event.data)
         elif isinstance(event, UserShell):
+            self._running_tool = None
             live_shell.user_shell_done(view, event)
         elif isinstance(event, (Rewound, Redone)):
             rewind.show(self, event, live)
@@ -622,10 +627,16 @@ class CloverApp(App[int]):
 
     def _spinner_state(self) -> SpinnerState | None:
         if not self.busy:
+            self._running_tool = None
             return None
-        label = "Waiting for your answer" if self._pending_answer is not None else "Working"
+        waiting = self._pending_answer is not None
+        label = "Waiting for your answer" if waiting else "Working"
         turn = self.usage.turns[-1] if self.usage.turns and not self.usage.turns[-1].done else None
-        return SpinnerState(label, turn.tokens_out if turn is not None else 0)
+        tokens = turn.tokens_out if turn is not None else 0
+        if self._running_tool is not None and not waiting:
+            call, since = self._running_tool
+            return SpinnerState(label, tokens, tool_label(call.name), summarize(call, 500), since)
+        return SpinnerState(label, tokens)
 
     def action_toggle_denoise(self) -> None:
         self.query_one(DenoiseView).toggle()

@@ -1,5 +1,6 @@
-"""Spinner: one line above the editor while the agent works: what it does, for how long, how
-many tokens it wrote, and that Esc stops it.
+"""Spinner: one line above the editor while the agent works: what it does (the tool running
+now and its command, cut to fit the width), for how long, how many tokens it wrote, and that
+Esc stops it.
 
 It asks `state()` ten times a second rather than being told: the app has many ways into and
 out of work (a turn, a `!cmd`, a cancel, a failure) and one question answers them all. The
@@ -24,6 +25,9 @@ TICK_S = 0.1
 class SpinnerState:
     label: str  # "Working", "Waiting for your answer", "Running !make test"...
     tokens: int = 0  # written by the model in this turn so far
+    tool: str = ""  # the tool running now ("shell"), if one is
+    detail: str = ""  # what it runs ("pytest -q"), cut to the line's room
+    tool_started: float = 0.0  # time.monotonic() when it started
 
 
 class Spinner(Widget):
@@ -56,13 +60,23 @@ class Spinner(Widget):
         self._frame = (self._frame + 1) % len(FRAMES)
         self.refresh()
 
-    def line(self) -> Text:
+    def line(self, width: int | None = None) -> Text:
+        """The line, fitted to `width` cells (the widget's own by default)."""
         state = self.current
         if state is None:
             return Text()
-        elapsed = time.monotonic() - self.started
+        width = width if width is not None else max(self.content_size.width, 20)
         text = Text()
         text.append(f"{FRAMES[self._frame]} ", style="bold cyan")
+        if state.tool:  # "running shell: pytest -q · 12s · esc to interrupt", the command cut to fit
+            tail = f" · {_duration(time.monotonic() - state.tool_started)} · esc to interrupt"
+            head = f"running {state.tool}"
+            room = width - text.cell_len - len(head) - len(tail) - 2
+            detail = _fit(state.detail, room)
+            text.append(head + (f": {detail}" if detail else ""), style="bold")
+            text.append(tail, style="dim")
+            return text
+        elapsed = time.monotonic() - self.started
         text.append(f"{state.label}… ", style="bold")
         parts = [_duration(elapsed)]
         if state.tokens > 0:
@@ -78,3 +92,11 @@ class Spinner(Widget):
 def _duration(seconds: float) -> str:
     seconds = int(seconds)
     return f"{seconds}s" if seconds < 60 else f"{seconds // 60}m {seconds % 60:02d}s"
+
+
+def _fit(text: str, room: int) -> str:
+    """`text` on one line in `room` cells, cut with an ellipsis ('' when there is no room)."""
+    flat = " ".join(text.split())
+    if len(flat) <= room:
+        return flat
+    return flat[: room - 1] + "…" if room >= 8 else ""

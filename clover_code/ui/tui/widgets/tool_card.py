@@ -29,6 +29,7 @@ MAX_VALUE_LINES = 12  # of one argument in a card (an edit's old/new text shows 
 _EXIT_LINE = re.compile(r"\n?\[exit code (-?\d+)\]\s*$")
 _KEY_ARGS = ("path", "command", "pattern", "message", "query", "file")
 _EDIT_TEXTS = ("old_string", "new_string", "content", "patch")
+_LABELS = {"run_shell": "shell"}
 CardStatus = Literal["parsed", "approval", "running", "ok", "failed", "denied", "cancelled"]
 _STATUS: dict[CardStatus, tuple[str, str]] = {
     "parsed": ("…", "dim"), "approval": ("? waiting for approval", "yellow"),
@@ -43,6 +44,11 @@ def parse_arguments(arguments: str) -> JSONObject | None:
     except json.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def tool_label(name: str) -> str:
+    """A tool as the spinner names it: `shell` for run_shell, else its own name."""
+    return visible(_LABELS.get(name, name))
 
 
 def summarize(call: ToolCall, limit: int = 60) -> str:
