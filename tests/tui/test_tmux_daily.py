@@ -38,11 +38,11 @@ def test_pastes_and_sigterm_at_120x40(tmux: Tmux, tmp_path: Path):
     replies = write_replies(tmp_path / "replies.jsonl", ["Counted them."])
     tmux.start(repo, replies, (120, 40))
     tmux.paste("hello world")
-    time.sleep(0.5)
+    tmux.wait_for("hello world")
+    time.sleep(0.5)  # a second copy would land at once: give it the time to show
     assert editor_lines(tmux.screen()) == ["hello world"]  # once, not twice
     tmux.keys("C-c")  # clears the editor
-    time.sleep(0.3)
-    assert editor_lines(tmux.screen()) == [""]
+    tmux.wait_until(lambda screen: editor_lines(screen) == [""], "an empty editor")
     tmux.paste("\r".join(f"line {i}" for i in range(300)))
     tmux.wait_for("[pasted text #1: 300 lines]")
     tmux.keys("Enter")
@@ -74,17 +74,14 @@ def test_a_200_line_diff_is_reviewable_at_80x24(tmux: Tmux, tmp_path: Path):
     screen = tmux.wait_for("more below")
     assert "[y] yes once" in screen and "[n] no" in screen
     assert "+value_199 = 398" not in screen
-    tmux.keys("End")
-    time.sleep(0.5)
-    screen = tmux.screen()
-    assert "+value_199 = 398" in screen and "the end" in screen
+    screen = tmux.press_until("End", "+value_199 = 398")  # the end of the diff, however busy the machine
+    assert "the end" in screen
     assert "[y] yes once" in screen and "Allow write_file" in screen
     assert (repo / "big.py").read_text() == OLD
     tmux.keys("y")
     tmux.wait_for("Doubled every value.")
     assert (repo / "big.py").read_text() == NEW
-    tmux.keys("C-d")  # an empty editor: quit
-    tmux.wait_for("EXITED 0")
+    tmux.press_until("C-d", "EXITED 0")  # an empty editor: quit
 
 
 def write_file_reply(path: str, text: str, done: str) -> list:

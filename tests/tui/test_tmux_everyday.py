@@ -41,7 +41,8 @@ def test_live_output_bang_at_path_rewind_redo_history_and_modes_at_120x40(tmux: 
     assert "esc to interrupt" in screen
     tmux.keys("y")
     screen = tmux.wait_for("step 2")  # live, in its card, long before the end
-    assert "running for" in screen and "step 10" not in screen and "Working…" in screen
+    assert "running for" in screen and "step 10" not in screen
+    assert "running shell: for i in 1 2 3" in screen and "s · esc to interrupt" in screen  # the spinner names it
     tmux.wait_for("All ten steps ran.")
 
     tmux.type("fix @ap")

@@ -9,12 +9,14 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+WAIT_S = 90.0  # the most a step may take on a busy machine before the test calls it broken
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
 
@@ -26,19 +28,37 @@ class Tmux:
         self.base = ["tmux", "-L", socket]
 
     def __call__(self, *args: str) -> str:
-        return subprocess.run([*self.base, *args], capture_output=True, text=True, timeout=10).stdout
+        return subprocess.run([*self.base, *args], capture_output=True, text=True, timeout=30).stdout
 
     def screen(self, target: str = "tui") -> str:
         return self("capture-pane", "-p", "-t", target)
 
-    def wait_for(self, text: str, timeout: float = 20.0, target: str = "tui") -> str:
+    def wait_until(self, shown: Callable[[str], bool], what: str, timeout: float = WAIT_S,
+                   target: str = "tui") -> str:
+        """The screen, once `shown(screen)`: polled, never a fixed sleep, so a loaded machine
+        only makes it slower (`timeout` is an upper bound for a broken flow, not a pace)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             screen = self.screen(target)
-            if text in screen:
+            if shown(screen):
                 return screen
             time.sleep(0.1)
-        raise AssertionError(f"{text!r} never showed; the screen:\n{self.screen(target)}")
+        raise AssertionError(f"{what} never showed; the screen:\n{self.screen(target)}")
+
+    def wait_for(self, text: str, timeout: float = WAIT_S, target: str = "tui") -> str:
+        return self.wait_until(lambda screen: text in screen, repr(text), timeout, target)
+
+    def press_until(self, key: str, text: str, timeout: float = WAIT_S, target: str = "tui") -> str:
+        """Press `key` until `text` shows (again every 2 s: a key that reached a screen still
+        being drawn is sent once more; use only for keys that do no harm twice)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.keys(key, target=target)
+            try:
+                return self.wait_for(text, min(2.0, max(deadline - time.monotonic(), 0.1)), target)
+            except AssertionError:
+                if time.monotonic() >= deadline:
+                    raise
 
     def paste(self, text: str, target: str = "tui") -> None:
         """A bracketed paste, as a terminal sends one (`paste-buffer -p`)."""
