@@ -27,9 +27,9 @@ from clover_code.ui.terminal_text import visible
 
 NOT_KEPT = "conversation only: its files were not kept"
 SCOPES: list[tuple[RewindScope, str, str]] = [
-    ("both", "Code and conversation", "the files and the conversation go back to before it"),
-    ("conversation", "Conversation only", "the files stay as they are now"),
-    ("code", "Code only", "the files go back; the conversation stays as it is"),
+    ("both", "Code and conversation", "both go back to before it"),
+    ("conversation", "Conversation only", "the files stay as they are"),
+    ("code", "Code only", "the conversation stays as it is"),
 ]
 PICK_MESSAGE = "Enter: choose what to rewind · Esc: keep everything"
 PICK_SCOPE = "Enter or 1-3 rewinds · /redo takes it back · Esc: back to the messages"
@@ -112,8 +112,8 @@ class RewindPicker(ModalScreen[tuple[int, RewindScope] | None]):
         scopes = self.query_one("#scopes", OptionList)
         scopes.clear_options()
         for number, (scope, name, what) in enumerate(SCOPES, 1):
-            label = Text(f"{number}. {name}", style="bold")
-            label.append(f"  {what}", style="dim")
+            label = Text(f"{number}. {name:<22}", style="bold")
+            label.append(what, style="dim")
             scopes.add_option(Option(label, disabled=scope != "conversation" and not turn.files_kept))
         scopes.highlighted = 0 if turn.files_kept else 1
         self.query_one("#legend", Static).update(PICK_SCOPE)
