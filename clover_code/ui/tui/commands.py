@@ -27,7 +27,7 @@ from clover_code.ui.tui.command_host import CommandHost
 HELP = """\
 Commands
   /help              this help
-  /undo [N]          rewind files and conversation to before a message you pick (also Esc Esc)
+  /undo [N]          rewind code and/or conversation to before a message you pick (also Esc Esc)
   /redo              take the last rewind back
   /diff              this session's changes since it started
   /commit [MESSAGE]  commit the work tree
