@@ -134,3 +134,26 @@ def test_rewinding_the_first_turn_empties_the_conversation(make_agent):
     assert agent.conversation.messages == [] and agent.conversation.turn_count == 0
     asyncio.run(collect(agent, "again"))
     assert [m["role"] for m in agent.engine.requests[-1].messages] == ["system", "user"]
+
+
+def test_a_code_only_rewind_keeps_the_conversation_and_a_conversation_only_one_the_files(git_repo, make_agent):
+    (git_repo / "calc.py").write_text("a - b\n")
+    log = SessionLog.create(git_repo)
+    agent = make_agent(turn_replies(), session=log)
+    asyncio.run(three_turns(agent))
+    before = list(agent.conversation.messages)
+    event = asyncio.run(agent.rewind(1, "code"))
+    assert event.scope == "code" and event.files_kept and (git_repo / "calc.py").read_text() == "a - b\n"
+    assert agent.conversation.messages == before and agent.conversation.pending_redo() == [(3, 3)]
+    replayed = Conversation("You are a test agent.")
+    for logged in SessionLog.open(git_repo, log.id).events():
+        replayed.apply(logged)
+    assert replayed.messages == before and replayed.pending_redo() == [(3, 3)]
+    asyncio.run(agent.redo())
+    assert (git_repo / "calc.py").read_text() == "a * b\n"
+
+    event = asyncio.run(agent.rewind(1, "conversation"))
+    assert event.files == "" and (git_repo / "calc.py").read_text() == "a * b\n"
+    assert [t.text for t in agent.conversation.turns()] == ["read it"]
+    asyncio.run(agent.redo())
+    assert agent.conversation.messages == before and (git_repo / "calc.py").read_text() == "a * b\n"

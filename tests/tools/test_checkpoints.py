@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.tools import Registry, ToolContext
+from clover_code.tools import Registry, ToolContext, ToolError
 from clover_code.tools.git import Checkpoints
 from clover_code.tools.sandbox.bwrap import bwrap_problem
+from clover_code.tools.sandbox.gitrun import Git
 from clover_code.tools.shell import TOOLS as SHELL_TOOLS
 from clover_code.tools.workspace import Workspace
 
@@ -190,3 +191,20 @@ def test_old_sessions_refs_are_pruned(project: Path, tmp_path: Path):
     checkpoints.ensure()
     refs = git(project, "for-each-ref", "--format=%(refname)", "refs/clover")
     assert "2001-old" not in refs and [ref.rsplit("/", 1)[1] for ref in refs.split()] == ["from-0", "turn-0"]
+
+
+class _NoSandbox(Git):
+    """git as a machine without bubblewrap runs it: refused."""
+
+    def run(self, *args, **kwargs):
+        raise ToolError("git refused: bubblewrap (bwrap) is not installed")
+
+
+def test_without_git_a_turn_still_begins_and_a_rewind_still_answers(project: Path, tmp_path: Path):
+    checkpoints = Checkpoints(project, cache_dir=tmp_path / "cache", git=_NoSandbox(project))
+    checkpoints.continue_session("20260101-000000-abcdef", turns=1)
+    checkpoints.begin_turn(1)  # the turn goes on; its changes will say they could not be checkpointed
+    with pytest.raises(ToolError):
+        checkpoints.ensure()
+    assert not checkpoints.files_kept(0) and checkpoints.files_kept(1)
+    assert "only the conversation" in checkpoints.rewind(0)

@@ -136,8 +136,8 @@ class Checkpoints:
                     marker = self._keep(self._git("mktree", input=""),
                                         f"clover: checkpoints kept from turn {self._turn + 1}", ref=None)
                 self._update_refs(stale, {f"from-{self._turn}": marker} if marker else {})
-            except CheckpointError:
-                pass  # kept for this run only: a later rewind says what it cannot restore
+            except ToolError:  # no git here (no sandbox...): kept for this run only, if at all
+                pass
             if self._kept_from is None:
                 self._kept_from = self._turn
 
@@ -313,10 +313,14 @@ class Checkpoints:
         if self._loaded:
             return
         self._loaded = True
-        self._ensure_git_dir()
         prefix = f"{REFS}/{self._name}/"
+        try:
+            self._ensure_git_dir()
+            listing = self._git("for-each-ref", "--format=%(objectname) %(refname)", prefix)
+        except ToolError:  # no git here (no sandbox...): this run's checkpoints only, as a snapshot will say
+            return
         found: dict[str, dict[int, str]] = {"turn": {}, "settled": {}, "redo": {}, "from": {}}
-        for line in self._git("for-each-ref", "--format=%(objectname) %(refname)", prefix).splitlines():
+        for line in listing.splitlines():
             value, _, ref = line.partition(" ")
             name = ref.removeprefix(prefix)
             self._refs.add(name)
