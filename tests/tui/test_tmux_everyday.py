@@ -79,6 +79,7 @@ def test_live_output_bang_at_path_rewind_redo_history_and_modes_at_120x40(tmux: 
     assert "Fixed: add adds." in screen and (repo / "app.py").read_text().endswith("a + b\n")
 
     tmux.keys("C-r")
+    tmux.wait_for("search the prompts you sent")  # mounted on first use: keys typed before land in the editor
     tmux.type("steps")
     tmux.wait_for("1 match")
     tmux.keys("Enter")
