@@ -97,7 +97,8 @@ async def test_a_turn_whose_checkpoint_was_never_kept_says_so_and_rewinds_the_co
         await wait_for(pilot, lambda: "resumed session" in notes(app))
         picker = await open_picker(pilot)
         assert [t.files_kept for t in picker.turns] == [False, False]
-        assert "files were not kept" in str(picker.query_one("#messages").get_option_at_index(0).prompt)
+        label = picker.query_one("#messages").get_option_at_index(0).prompt
+        assert "files not kept" in str(label) and label.cell_len <= 72  # one line at 80
         await pilot.press("up", "enter")
         await wait_for(pilot, lambda: picker.chosen is not None)
         await pilot.press("1")  # code and conversation: disabled, nothing happens

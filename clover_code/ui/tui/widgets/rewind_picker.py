@@ -25,7 +25,7 @@ from textual.widgets.option_list import Option
 from clover_code.agent.events import RewindScope
 from clover_code.ui.terminal_text import visible
 
-NOT_KEPT = "conversation only: its files were not kept"
+NOT_KEPT = "files not kept"  # step two says why, and offers the conversation only
 SCOPES: list[tuple[RewindScope, str, str]] = [
     ("both", "Code and conversation", "both go back to before it"),
     ("conversation", "Conversation only", "the files stay as they are"),
@@ -85,7 +85,7 @@ class RewindPicker(ModalScreen[tuple[int, RewindScope] | None]):
         later = len(self.turns) - position - 1
         after = f"   (and {later} after)" if later else "   (the latest)"
         kept = "" if turn.files_kept else f" · {NOT_KEPT}"
-        room = max(self.app.size.width - 12 - len(after) - len(kept), 20)  # one line each, at 80 columns too
+        room = max(self.app.size.width - 16 - len(after) - len(kept), 10)  # one line each, at 80 columns too
         text = Text(f"{turn.index + 1:>3}. ", style="dim")
         text.append(self._preview(turn.text, room))
         text.append(after, style="dim")
