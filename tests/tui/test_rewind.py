@@ -154,3 +154,19 @@ async def test_redo_takes_the_rewound_message_out_of_the_editor_unless_edited(re
             editor.clear()
             for note in app.query(".note"):
                 note.remove()
+
+
+async def test_after_model_switches_a_rewind_still_restores_the_files(repo):
+    """/model builds a new agent on the same session: the turns before it keep their files."""
+    app = scripted_app(repo, TWO_EDITS, approval="full-auto")
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        for task in ("fix add", "double it"):
+            await send(pilot, task)
+            await idle(pilot)
+        first = app.agent
+        await send(pilot, "/model another")
+        await wait_for(pilot, lambda: app.agent is not first and app.status.info.state == "ready")
+        await send(pilot, "/undo 1")
+        await wait_for(pilot, lambda: "Rewound to before message 1" in notes(app))
+        assert source(repo).endswith("a - b\n") and "restored: app.py" in notes(app)
