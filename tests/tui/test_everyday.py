@@ -262,6 +262,22 @@ async def test_prompt_history_across_sessions_and_ctrl_r(repo, tmp_path, monkeyp
         assert not search.is_open and editor.text == "refactor the parser"
 
 
+async def test_keys_typed_right_after_ctrl_r_reach_the_search(repo, tmp_path, monkeypatch):
+    """Queued at once, as a fast typist or a slow machine delivers them: the search is mounted
+    on first use, and none of the keys behind Ctrl+R may land in the editor meanwhile."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    PromptHistory().add("refactor the parser")
+    app = scripted_app(repo, [])
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        for key in ("ctrl+r", "p", "a", "r", "s"):
+            app.post_message(events.Key(key, None if key == "ctrl+r" else key))
+        search = await wait_for(pilot, lambda: app.query(HistorySearch).first() if app.query(HistorySearch) else None)
+        await pilot.pause()
+        assert app.query_one(InputEditor).text == ""
+        assert search.is_open and search.found == ["refactor the parser"]
+
+
 async def test_resume_picker_lists_sessions_and_esc_keeps_this_one(repo):
     first = scripted_app(repo, ["Old answer."])
     async with first.run_test(size=SIZE) as pilot:

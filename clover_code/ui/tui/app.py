@@ -98,7 +98,8 @@ class CloverApp(App[int]):
         Binding("f2", "toggle_denoise", "denoise view"),
         Binding("ctrl+l", "command('/clear')", "clear", show=False),
         Binding("shift+tab", "cycle_mode", "approval mode", priority=True),
-        Binding("ctrl+r", "history_search", "search history", show=False),
+        # priority: handled in the app's turn, so keys typed right behind it wait for the search
+        Binding("ctrl+r", "history_search", "search history", show=False, priority=True),
     ]
 
     def __init__(self, settings: Settings, cwd: Path, agent_factory: AgentFactory,
@@ -573,13 +574,16 @@ class CloverApp(App[int]):
         event.stop()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Esc belongs to an open picker, popup or search first (the app's binding of it has
-        priority, so it would reach them never)."""
+        """Esc and Ctrl+R belong to an open picker, popup or search first (the app's bindings of
+        them have priority, so they would reach them never)."""
         if action == "cancel":
             search = self._history_search
             completer = self.completer
             open_popup = (completer is not None and completer.popup.is_open) or (search is not None and search.is_open)
             return not (open_popup or self.screen.is_modal)
+        if action == "history_search":  # an open search's Ctrl+R is its own (next match)
+            search = self._history_search
+            return not (self.screen.is_modal or (search is not None and search.is_open))
         return True
 
     def action_cycle_mode(self) -> None:

@@ -56,7 +56,9 @@ class HistorySearch(Vertical):
         self.add_class("-open")
         field = self.query_one(Input)
         field.value = query
-        field.focus()
+        # Now, not on the next idle (focus() defers): keys already queued behind Ctrl+R are
+        # routed when they are handled, and they belong to the search.
+        self.screen.set_focus(field)
         self._show(query)
 
     def action_close(self) -> None:
