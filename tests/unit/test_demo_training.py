@@ -301,8 +301,12 @@ def test_the_evaluator_scores_target_turns_and_reports_recovery_after_a_slip():
     os.environ.update(GIT_ENV)
     session = next(s for seed in range(8) if (s := generate(seed, "fix-bug", slip_rate=1.0)) is not None
                    and any(m.get("slip") for m in s["messages"]))
-    report = evaluate(demo_model(), [session], default_registry().schemas(), max_tokens=256)
+    turns: list[dict] = []
+    report = evaluate(demo_model(), [session], default_registry().schemas(), max_tokens=256, turns_out=turns)
     targets = [m for m in session["messages"] if is_target(m)]
+    assert [t["turn"] for t in turns] == list(range(1, len(targets) + 1))  # one record per decoded turn
+    assert sum(map(sum, (t["right"] for t in turns))) == round(report["exact_call_rate"] * report["calls_expected"])
+    assert sum(t["passes"] for t in turns) == report["forward_passes"] and turns[0]["session"] == session["seed"]
     assert report["turns"] == report["families"]["fix-bug"]["turns"] == len(targets)
     assert report["calls_expected"] == sum(len(m.get("tool_calls") or []) for m in targets)
     assert report["after_slip"]["turns"] == 1 and report["forward_passes"] > 0

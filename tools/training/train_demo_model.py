@@ -5,6 +5,7 @@
     python tools/training/train_demo_model.py train --run RUN [--kind attention|hybrid] [--steps N] [--minutes M]
                                                     [--device cuda --batch-tokens 65536 --workers 12]
     python tools/training/train_demo_model.py eval  --run RUN [--limit 150] [--sessions FILE] [--no-scaffold] [--draft]
+                                                    [--json-out FILE] [--turns-out FILE]
     python tools/training/train_demo_model.py probe --run RUN --model DIR [--limit 20] [--sessions FILE]
     python tools/training/train_demo_model.py export --run RUN [--out clover_code/models/clover-demo]
 
@@ -385,11 +386,14 @@ def cmd_eval(args) -> int:
     from tools.training.demo_model.evaluate import evaluate
 
     sessions = load_sessions(str(args.sessions or args.run / "data" / "heldout.jsonl"))[: args.limit]
+    turns: list[dict] | None = [] if args.turns_out else None
     report = evaluate(args.model, sessions, tool_schemas(), threshold=args.threshold, scaffold=args.scaffold,
-                      draft=args.draft)
+                      draft=args.draft, turns_out=turns)
     print(json.dumps(report, indent=2))
     if args.json_out:
         args.json_out.write_text(json.dumps(report, indent=2))
+    if args.turns_out:
+        args.turns_out.write_text("".join(json.dumps(t) + "\n" for t in turns or []))
     return 0
 
 
@@ -540,6 +544,8 @@ def main() -> int:
                    help="decode tool calls as plain text (the engine's default scaffolds them)")
     e.add_argument("--draft", action="store_true", help="copy drafting on (the engine's default is off)")
     e.add_argument("--json-out", type=Path)
+    e.add_argument("--turns-out", type=Path,
+                   help="one JSON line per decoded turn (the text written, each expected call right or not)")
     c = sub.choices["probe"]
     c.add_argument("--model", type=Path, default=DEFAULT_OUT)
     c.add_argument("--limit", type=int, default=20)

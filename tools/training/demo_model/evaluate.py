@@ -54,7 +54,11 @@ def helper_counts(stats) -> dict[str, int]:
 
 
 def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: float = 0.95,
-             max_tokens: int = 768, scaffold: bool = True, draft: bool = False) -> dict:
+             max_tokens: int = 768, scaffold: bool = True, draft: bool = False,
+             turns_out: list[dict] | None = None) -> dict:
+    """The figures over `sessions`; with `turns_out`, also one record per decoded turn
+    appended to it (session, turn, the text written, each expected call right or not), so two
+    runs can be compared call by call."""
     from clover_code.engine.embedded import EmbeddedEngine
     from clover_code.tools import default_registry
     from tools.training.demo_model.chat import is_target
@@ -76,6 +80,10 @@ def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: fl
                 want = expected_calls(m)
                 text, tokens, passes = await decode_turn(engine, messages[:i], tools, max_tokens)
                 result = score_turn(text, want, registry)
+                if turns_out is not None:
+                    turns_out.append({"session": session.get("seed"), "family": session["family"], "turn": turn,
+                                      "text": text, "right": result["right"], "tokens": tokens, "passes": passes,
+                                      "want": [json.dumps({"name": n, "arguments": a}) for n, a in want]})
                 for k, ((name, _), right) in enumerate(zip(want, result.pop("right"), strict=False)):
                     tally = by_call[f"{session['family']} {turn}.{k + 1} {name}"]
                     tally[0] += right
