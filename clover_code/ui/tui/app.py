@@ -734,7 +734,10 @@ def _has_events(cwd: Path, session_id: str) -> bool:
 
 def run_app(settings: Settings, cwd: Path, build_agent: AgentBuilder, resume: str | None = None) -> int:
     """`clover-code` without --task: the TUI until the user quits; its exit code."""
+    from clover_code.ui.tui.terminal_guard import watch_terminal
+
     app = make_app(settings, cwd, build_agent=build_agent, resume=resume)
+    watch_terminal(sys.__stdin__.fileno() if sys.__stdin__ is not None else 0)
     app.run()
     if app.session_id is not None and _has_events(cwd, app.session_id):  # the terminal is the user's again
         print(f"Session {app.session_id} saved; continue it with:\n  clover-code --resume {app.session_id}",
