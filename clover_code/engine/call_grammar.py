@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from clover_code.engine.call_format import CallFormat
 from clover_code.engine.json_grammar import (
     OPEN_OBJECT,
+    WHITESPACE,
     Allowed,
     Feed,
     Frame,
@@ -29,6 +30,7 @@ from clover_code.engine.json_grammar import (
     Str,
     Value,
     _top,
+    is_gap,
 )
 from clover_code.engine.toolcalls import CLOSE, OPEN
 
@@ -88,13 +90,17 @@ class CallGrammar:
         self.start: Stack = (Top(),)
 
     # -- the interface -------------------------------------------------------------------------
-    def feed(self, stack: Stack, text: str, structural: bool = False) -> Stack | None:
+    def feed(self, stack: Stack, text: str, structural: bool = False, strict: bool = False) -> Stack | None:
         """The state after `text`, or None when the grammar rules it out. `structural`: text that
-        may not land in free text inside a call (an added token such as `<|im_end|>`)."""
+        may not land in free text inside a call (an added token such as `<|im_end|>`). `strict`:
+        only the template's layout, none of the whitespace JSON adds (json_grammar.py), which is
+        kept where the model wrote it but never picked for it."""
         for c in text:
             while True:
                 frame = stack[-1]
                 if structural and isinstance(frame, (Str, ParamValue)):
+                    return None
+                if strict and c in WHITESPACE and is_gap(frame):
                     return None
                 step = self.feeds[type(frame)](stack, c)
                 if step is None:

@@ -6,7 +6,12 @@ whether the character was consumed, or None when the character is ruled out) and
 `allowed` (the characters that may come next, or None when too many to list). JSON is
 written the way the chat template writes it (`json.dumps`: no whitespace but the
 separators `, ` and `: `), so separators, brackets and the keys' quotes are forced; the
-contents of strings and numbers are free.
+contents of strings and numbers are free. More whitespace before a key (after an object's
+"{" or a separator) is JSON too: it is accepted where the model writes it, never forced
+(`is_gap` says where; the scaffold never picks it in place of the model's token). Ruled
+out, it was withdrawn, and the model's committed text to its right stood a position off: the
+quote that was to open a string closed it. Before a value a space stays ruled out: there a
+model's space is as likely a string's first content (indentation) a position early.
 
 What the schema rules out: a key it lacks (when it lists properties), a closing brace before
 every required key, a value of the wrong type, an empty string where minLength >= 1, a value
@@ -24,6 +29,7 @@ NodeKind = Literal["string", "integer", "number", "boolean", "null", "enum", "ar
 ANY = 0  # node id of "any JSON value"
 OPEN_OBJECT = 3  # node id of "an object with any keys"
 DIGITS = frozenset("0123456789")
+WHITESPACE = frozenset(" \t\n\r")  # JSON's
 
 
 @dataclass(frozen=True)
@@ -225,6 +231,8 @@ class JsonRules:
         node, rest = self.nodes[obj.node], stack[:-1]
         if c == "}" and obj.stage != 2 and node.required <= obj.used:
             return rest, True
+        if obj.stage != 1 and c in WHITESPACE:  # after "{" or a separator (is_gap)
+            return stack, True
         if obj.stage != 1 and c == '"' and self._more_keys(node, obj.used):
             if node.closed:
                 return stack + (Key(obj.node),), True
@@ -274,6 +282,11 @@ class JsonRules:
         if arr.stage == 1:
             return frozenset([self.item_sep[0], "]"])
         return self.first_chars(self.nodes[arr.node].item) if arr.stage == 2 else None
+
+
+def is_gap(frame: Frame) -> bool:
+    """Whether JSON whitespace beyond the template's may come at `frame`: before a key."""
+    return isinstance(frame, Obj) and frame.stage != 1
 
 
 def _top(stack: Stack, kind: type[F]) -> F:

@@ -13,9 +13,12 @@ Per block, the decoding loop (decoding.py) asks the scaffold to
   allowed candidates as its confidence (so it commits at the usual threshold).
 Outside calls, and for string contents inside them, the model's choice stands: the grammar
 rules out only broken structure (quoting, escapes, brackets, tags), unknown tool names and
-keys the schema lacks. A sampled request (temperature > 0) gets the likeliest allowed token
-where its sample is ruled out. `TokenGrammar` memoizes token steps per (state, id), and is
-kept per set of tools, so an agent's later requests reuse it.
+keys the schema lacks. Whitespace JSON allows beyond the template's layout (before a key,
+json_grammar.py) stands where the model commits it, but a replaced pick is never whitespace:
+it follows the template (else a model unsure of what comes next would be handed spaces). A sampled request
+(temperature > 0) gets the likeliest allowed token where its sample is ruled out.
+`TokenGrammar` memoizes token steps per (state, id, strict), and is kept per set of tools, so
+an agent's later requests reuse it.
 """
 
 from __future__ import annotations
@@ -44,16 +47,18 @@ class TokenGrammar:
     def __init__(self, grammar: CallGrammar, vocab: Vocabulary):
         self.grammar, self.vocab = grammar, vocab
         self.start = grammar.start
-        self._steps: dict[tuple[Stack, int], Stack | object] = {}
+        self._steps: dict[tuple[Stack, int, bool], Stack | object] = {}
         self._forced: dict[tuple[Stack, str], list[int]] = {}
 
-    def step(self, state: Stack, token: int) -> Stack | None:
-        """The state after `token`, or None when the grammar rules it out."""
-        key = (state, token)
+    def step(self, state: Stack, token: int, strict: bool = False) -> Stack | None:
+        """The state after `token`, or None when the grammar rules it out (`strict`: also
+        whitespace beyond the template's, see CallGrammar.feed)."""
+        key = (state, token, strict)
         found = self._steps.get(key)
         if found is None:
             text = self.vocab.text(token)
-            nxt = None if text is None else self.grammar.feed(state, text, structural=token in self.vocab.added)
+            nxt = None if text is None else self.grammar.feed(state, text, structural=token in self.vocab.added,
+                                                              strict=strict)
             if len(self._steps) > MEMO_LIMIT:
                 self._steps.clear()
             found = self._steps[key] = _RULED_OUT if nxt is None else nxt
@@ -155,7 +160,7 @@ class Scaffold:
         probs = torch.softmax(logits[f].float(), dim=-1)  # [V]
         top_p, top_ids = probs.topk(min(CANDIDATES, probs.shape[0]))  # [K], [K]
         top = list(zip(top_p.tolist(), top_ids.tolist(), strict=True))
-        allowed = [(p, t) for p, t in top if self.grammar.step(self.state, t) is not None]
+        allowed = [(p, t) for p, t in top if self.grammar.step(self.state, t, strict=True) is not None]
         outside = max(0.0, 1.0 - sum(p for p, _ in top))  # mass beyond the candidates, counted as allowed
         if not allowed:
             allowed = self._scan(probs, {t for _, t in top})
@@ -169,7 +174,7 @@ class Scaffold:
     def _scan(self, probs: torch.Tensor, seen: set[int]) -> list[tuple[float, int]]:
         """The likeliest allowed token outside the candidates, scanning the whole vocabulary."""
         for token in probs.argsort(descending=True).tolist():
-            if token not in seen and self.grammar.step(self.state, token) is not None:
+            if token not in seen and self.grammar.step(self.state, token, strict=True) is not None:
                 return [(float(probs[token]), token)]
         return []
 

@@ -83,6 +83,17 @@ def test_xml_calls_need_known_names_and_parameters():
     assert not accepts(grammar, call("read_file", {}, XML))  # path is required
 
 
+@pytest.mark.parametrize("fmt", [DEMO, QWEN_JSON], ids=["demo", "qwen"])
+def test_more_whitespace_before_a_key_is_accepted_but_never_forced(fmt):
+    grammar = CallGrammar(fmt, TOOLS)
+    spaced = call("edit_file", {"path": "a", "old_string": "b"}, fmt).replace(', "old', ',  "old')
+    assert accepts(grammar, spaced.replace('{"path', '{ \n"path'))
+    assert not accepts(grammar, spaced.replace('"a",', '"a" ,'))  # before a separator: not the template's
+    assert not accepts(grammar, spaced.replace(': "a"', ':  "a"'))  # before a value: a string's content?
+    state = grammar.feed(grammar.start, spaced[:spaced.index('"a"') + 3] + ",")
+    assert grammar.forced(state) == (' "', frozenset("or"))  # old_string, replace_all: the template's space only
+
+
 def test_forced_text_is_the_template_between_choices():
     grammar = CallGrammar(DEMO, TOOLS)
     state = grammar.feed(grammar.start, "<tool_call>")

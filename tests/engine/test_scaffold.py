@@ -26,11 +26,11 @@ def setup(request):
     return tokenizer, Grammars(fmt, Vocabulary(tokenizer)), fmt
 
 
-def decode(setup, wants, scaffold: bool = True, max_tokens: int = 200):
+def decode(setup, wants, scaffold: bool = True, max_tokens: int = 200, tools=TOOLS):
     tokenizer, grammars, _ = setup
     mask, eos = tokenizer.mask_token_id, tokenizer.convert_tokens_to_ids("<|im_end|>")
     den = WantingDenoiser(wants, len(tokenizer), mask)
-    guide = Scaffold(grammars.for_tools(TOOLS), mask) if scaffold else None
+    guide = Scaffold(grammars.for_tools(tools), mask) if scaffold else None
     opts = DecodeOptions(mask_id=mask, stop_ids=frozenset({eos}), max_tokens=max_tokens)
     blocks = list(decode_blocks(den, torch.tensor([1, 50, 60, 70]), opts, guide=guide))
     return [t for b in blocks for t in b.tokens], den, guide
@@ -77,6 +77,29 @@ def test_a_commit_the_grammar_rules_out_is_withdrawn_and_decoded_under_it(setup)
     ids, _, guide = decode(setup, wants)
     assert plain[at] == wrong and ids == good
     assert guide.stats.withdrawn == 1
+
+
+def test_a_replaced_pick_follows_the_template_not_the_whitespace_json_allows(setup):
+    tokenizer, _, fmt = setup
+    if fmt.family != "json":
+        pytest.skip("whitespace between JSON members: the json layout")
+    listing = [{"type": "function", "function": {"name": "list_files", "parameters": {
+        "type": "object", "properties": {"path": {"type": "string"}}}}}]  # no key required: "{" then '"' or "}"
+    text = call("list_files", {"path": "a.py"}, fmt)
+    cut = text.index('{"path')  # "{" and the key's quote as tokens of their own, a space possible between
+    good = tokenizer.encode(text[:cut + 1], add_special_tokens=False) + encode(setup, text[cut + 1:])
+    at = len(tokenizer.encode(text[:cut + 1], add_special_tokens=False))  # the quote that opens the key
+    space, wrong = (tokenizer.encode(t, add_special_tokens=False)[0] for t in (" ", "b"))
+    assert tokenizer.decode(good[at - 1:at + 1]) == '{"'
+
+    def wants(r, ids, i):
+        """Unsure, left to right; where the key opens, a letter first and a space second."""
+        if r == at:
+            return {wrong: 0.45, space: 0.3, good[at]: 0.2}
+        return {good[r]: 0.5 - r / 1000} if r < len(good) else {}
+    assert decode(setup, wants, scaffold=False, tools=listing)[0][at] == wrong
+    ids, _, guide = decode(setup, wants, tools=listing)
+    assert ids == good and guide.stats.repicked == 1
 
 
 def test_without_tools_or_scaffold_the_loop_is_the_plain_one(setup):
