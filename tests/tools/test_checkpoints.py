@@ -208,3 +208,22 @@ def test_without_git_a_turn_still_begins_and_a_rewind_still_answers(project: Pat
         checkpoints.ensure()
     assert not checkpoints.files_kept(0) and checkpoints.files_kept(1)
     assert "only the conversation" in checkpoints.rewind(0)
+
+
+async def test_diff_after_a_resume_covers_the_earlier_runs_of_the_session(project: Path, tmp_path: Path):
+    session = "20260101-000000-abcdef"
+    first = Checkpoints(project, cache_dir=tmp_path / "cache")
+    first.continue_session(session)
+    first.begin_turn(0)
+    await agent_turn(project, first)
+    earlier = first.diff_since_start()
+    assert "+print('edited by the agent')" in earlier
+    resumed = Checkpoints(project, cache_dir=tmp_path / "cache")
+    resumed.continue_session(session, turns=1)
+    assert resumed.diff_since_start() == earlier
+    resumed.begin_turn(1)
+    resumed.ensure()
+    (project / "src/app.py").write_text("print('edited again')\n")
+    resumed.settle()
+    both = resumed.diff_since_start()
+    assert "-print('hello')" in both and "+print('edited again')" in both and "notes.md" in both

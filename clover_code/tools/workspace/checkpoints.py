@@ -95,7 +95,7 @@ class Checkpoints:
         self._refs: set[str] = set()  # the names under this session's refs known to exist
         # checkpoint commit -> the work tree after its turn's latest change (settle())
         self._settled: dict[str, str] = {}
-        self._made: list[str] = []  # every checkpoint of this run, oldest first (undone ones too)
+        self._made: list[str] = []  # every checkpoint of the session, oldest first (undone ones too)
         # Seen by other sessions in this folder for as long as this process lives.
         self.live = LiveSessions(self.root, self._session)
         self.live.join()
@@ -329,6 +329,10 @@ class Checkpoints:
         if found["from"]:
             self._kept_from = min(found["from"])
         turns = sorted(found["turn"].items())
+        # /diff shows the whole session: the earlier runs' checkpoints count as this one's
+        earlier = [commit for _, commit in turns if commit not in self._made]
+        self._made[:0] = earlier
+        self._first = earlier[0] if earlier else self._first
         self._stack = [entry for entry in turns if entry[0] < self._turns] + [
             entry for entry in self._stack if entry[0] >= self._turns]
         for turn, commit in turns:
@@ -341,6 +345,7 @@ class Checkpoints:
         """Unified diff of the files this session changed, from the session's first checkpoint
         to now ('' if none): another session's files are not this one's changes."""
         with self._lock:
+            self._load()
             if self._first is None:
                 return ""
             current = self._snapshot_tree()
