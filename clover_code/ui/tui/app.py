@@ -513,6 +513,9 @@ class CloverApp(App[int]):
         if future is not None and not future.done():
             future.set_result(message.answer)
         self._pending_answer = None
+        # An answer is the user sending something: what follows it must be seen, whatever moved
+        # the transcript while the prompt filled the screen (a long diff's card scrolled into view).
+        self.view.anchor()
         self._editor_back()
 
     def _editor_back(self) -> None:
