@@ -1,8 +1,10 @@
 """Fixtures for TUI tests."""
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tmux_helpers import Tmux
 
 
 @pytest.fixture(autouse=True)
@@ -17,3 +19,11 @@ def user_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def repo(git_repo: Path) -> Path:
     (git_repo / "app.py").write_text("def add(a, b):\n    return a - b\n")
     return git_repo
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    """A private tmux server for the test, killed after it."""
+    server = Tmux(tmp_path / "tmux.sock")
+    yield server
+    server("kill-server")

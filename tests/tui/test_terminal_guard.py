@@ -9,17 +9,9 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
 from tmux_helpers import Tmux, make_repo, needs_tmux, write_replies
 
 from clover_code.ui.tui.terminal_guard import EXIT_HUNG_UP, terminal_gone, watch_terminal
-
-
-@pytest.fixture
-def tmux():
-    server = Tmux(f"clover-guard-{os.getpid()}")
-    yield server
-    server("kill-server")
 
 
 def test_a_hung_up_pty_is_told_from_one_that_never_was(tmp_path):

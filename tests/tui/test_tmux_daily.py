@@ -9,7 +9,6 @@ import signal
 import time
 from pathlib import Path
 
-import pytest
 from tmux_helpers import Tmux, logged_events, make_repo, needs_tmux, write_replies
 
 pytestmark = needs_tmux
@@ -17,12 +16,6 @@ pytestmark = needs_tmux
 OLD = "".join(f"value_{i} = {i}\n" for i in range(200))
 NEW = "".join(f"value_{i} = {i * 2}\n" for i in range(200))
 
-
-@pytest.fixture
-def tmux():
-    server = Tmux(f"clover-daily-{os.getpid()}")
-    yield server
-    server("kill-server")
 
 
 def editor_lines(screen: str) -> list[str]:

@@ -3,23 +3,15 @@ user types and what the terminal shows."""
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
-import pytest
 from tmux_helpers import Tmux, make_repo, needs_tmux, write_replies
 
 pytestmark = needs_tmux
 
 STEPS = "for i in 1 2 3 4 5 6 7 8 9 10; do echo step $i; sleep 0.3; done"
 
-
-@pytest.fixture
-def tmux():
-    server = Tmux(f"clover-everyday-{os.getpid()}")
-    yield server
-    server("kill-server")
 
 
 def read_and_fix(done: str) -> list:

@@ -22,10 +22,11 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAM
 
 
 class Tmux:
-    """A private tmux server (its own socket): sessions named by the test."""
+    """A private tmux server (its own socket, a path: in the test's folder, gone with it):
+    sessions named by the test."""
 
-    def __init__(self, socket: str):
-        self.base = ["tmux", "-L", socket]
+    def __init__(self, socket: Path):
+        self.base = ["tmux", "-S", str(socket)]
 
     def __call__(self, *args: str) -> str:
         return subprocess.run([*self.base, *args], capture_output=True, text=True, timeout=30).stdout
