@@ -202,8 +202,7 @@ class Agent:
         checkpoints = self.ctx.checkpoints
         if checkpoints is None:
             return dict.fromkeys(turns, False)
-        since = await asyncio.to_thread(checkpoints.kept_since)
-        return {turn: since is not None and turn >= since for turn in turns}
+        return await asyncio.to_thread(lambda: {turn: checkpoints.files_kept(turn) for turn in turns})
 
     async def redo(self) -> Redone | None:
         """Take back the latest rewind (files and conversation); None when there is none to take

@@ -8,11 +8,15 @@ other such character as its escape (`\\x1b`, `\\x9b`, `\\u202e`), so the user se
 was there and the terminal does nothing. The one home of that rule, used by the headless
 runner (progress and text output) and the TUI (before Rich or Textual see the text).
 It works per character, so text streamed in pieces is safe whatever the cut.
+`one_line` is the one home of cutting text to a width: in terminal cells, where CJK and
+emoji take two, so a cut line never wraps.
 """
 
 from __future__ import annotations
 
 import re
+
+from rich.cells import cell_len, set_cell_size
 
 # C0 controls but tab and newline, DEL, C1 controls, bidi embeddings/overrides/isolates,
 # lone surrogates (no terminal encoding can carry them).
@@ -29,3 +33,13 @@ def visible(text: str) -> str:
     if not _UNSAFE.search(text):
         return text  # the common case: nothing to copy
     return _UNSAFE.sub(_shown, text.replace("\r\n", "\n"))
+
+
+def one_line(text: str, room: int) -> str:
+    """`text` on one line of at most `room` terminal cells, cut with an ellipsis."""
+    flat = " ".join(text.split())
+    if cell_len(flat) <= room:
+        return flat
+    if room < 1:
+        return ""
+    return set_cell_size(flat, room - 1).rstrip() + "…"  # a wide character that does not fit is padded: rstrip

@@ -14,6 +14,7 @@ from clover_code.tools.sandbox.bwrap import bwrap_problem
 from clover_code.tools.sandbox.gitrun import Git
 from clover_code.tools.shell import TOOLS as SHELL_TOOLS
 from clover_code.tools.workspace import Workspace
+from clover_code.tools.workspace.checkpoints import CheckpointError
 
 SANDBOX = bwrap_problem() is None  # the real sandbox where this machine has one
 
@@ -206,8 +207,8 @@ def test_without_git_a_turn_still_begins_and_a_rewind_still_answers(project: Pat
     checkpoints.begin_turn(1)  # the turn goes on; its changes will say they could not be checkpointed
     with pytest.raises(ToolError):
         checkpoints.ensure()
-    assert not checkpoints.files_kept(0) and checkpoints.files_kept(1)
-    assert "only the conversation" in checkpoints.rewind(0)
+    assert not checkpoints.files_kept(0) and not checkpoints.files_kept(1)  # nothing can be kept: none is said to be
+    assert "only the conversation" in checkpoints.rewind(0) and "only the conversation" in checkpoints.rewind(1)
 
 
 async def test_diff_after_a_resume_covers_the_earlier_runs_of_the_session(project: Path, tmp_path: Path):
@@ -227,3 +228,48 @@ async def test_diff_after_a_resume_covers_the_earlier_runs_of_the_session(projec
     resumed.settle()
     both = resumed.diff_since_start()
     assert "-print('hello')" in both and "+print('edited again')" in both and "notes.md" in both
+
+
+def _turn(checkpoints: Checkpoints, project: Path, turn: int, text: str) -> None:
+    checkpoints.begin_turn(turn)
+    checkpoints.ensure()
+    (project / "README.md").write_text(text)
+    checkpoints.settle()
+
+
+def test_a_redo_still_restores_files_after_a_resume_that_sent_a_new_message(project: Path, tmp_path: Path):
+    """Rewind, quit, resume with that rewind still redoable, send a message (which ends it),
+    rewind again, resume again: /redo must bring back the files of the second rewind."""
+    session, cache = "20260101-000000-abcdef", tmp_path / "cache"
+    first = Checkpoints(project, cache_dir=cache)
+    first.continue_session(session)
+    for turn, text in enumerate(("v1", "v2", "v3")):
+        _turn(first, project, turn, text)
+    first.rewind(1)  # the conversation keeps turn 0; turns 1-2 can be redone
+    assert (project / "README.md").read_text() == "v1"
+    second = Checkpoints(project, cache_dir=cache)
+    second.continue_session(session, turns=1, redo=[(1, 3)])
+    _turn(second, project, 1, "new")  # a new message: the earlier rewind can no longer be redone
+    second.rewind(1)
+    assert (project / "README.md").read_text() == "v1"
+    third = Checkpoints(project, cache_dir=cache)
+    third.continue_session(session, turns=1, redo=[(1, 2)])
+    assert "README.md" in third.redo()
+    assert (project / "README.md").read_text() == "new"
+
+
+def test_a_redo_that_fails_leaves_the_checkpoints_as_they_were(project: Path, tmp_path: Path, monkeypatch):
+    checkpoints = Checkpoints(project, cache_dir=tmp_path / "cache")
+    for turn, text in enumerate(("v1", "v2")):
+        _turn(checkpoints, project, turn, text)
+    checkpoints.rewind(1)
+
+    def broken(*args, **kwargs):
+        raise CheckpointError("checkpoint failed: disk full")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(checkpoints, "_restore_paths", broken)
+        with pytest.raises(CheckpointError):
+            checkpoints.redo()
+    assert "README.md" in checkpoints.redo()  # the same redo, still there, works once the failure is gone
+    assert (project / "README.md").read_text() == "v2"

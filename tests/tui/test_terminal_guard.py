@@ -4,12 +4,15 @@ and on the real `clover-code` in tmux, from outside the process."""
 from __future__ import annotations
 
 import os
+import select
 import subprocess
+import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
 
-from tmux_helpers import Tmux, make_repo, needs_tmux, write_replies
+from tmux_helpers import ROOT, Tmux, make_repo, needs_tmux, write_replies
 
 from clover_code.ui.tui.terminal_guard import EXIT_HUNG_UP, terminal_gone, watch_terminal
 
@@ -39,6 +42,30 @@ def test_the_watcher_hangs_up_then_ends_a_process_that_lives_on():
     assert [name for name, _ in calls] == ["hang_up", f"exit {EXIT_HUNG_UP}"]
     assert calls[1][1] - calls[0][1] >= 0.3
     os.close(follower)
+
+
+def test_a_process_that_never_gets_its_hangup_is_ended_all_the_same():
+    """SIGHUP ignored stands for a shutdown stuck for ever: only the hard exit can end it."""
+    child = textwrap.dedent("""
+        import signal, time
+        from clover_code.ui.tui.terminal_guard import watch_terminal
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        watch_terminal(0, poll_s=0.05, grace_s=0.5)
+        print("watching", flush=True)
+        time.sleep(120)
+    """)
+    master, follower = os.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", child], stdin=follower, stdout=follower, stderr=follower,
+                            cwd=ROOT, start_new_session=True)
+    os.close(follower)
+    said = b""
+    deadline = time.monotonic() + 60
+    while b"watching" not in said and time.monotonic() < deadline:
+        if select.select([master], [], [], 1)[0]:
+            said += os.read(master, 1024)
+    assert b"watching" in said, said
+    os.close(master)  # the terminal goes away
+    assert proc.wait(timeout=30) == EXIT_HUNG_UP
 
 
 @needs_tmux

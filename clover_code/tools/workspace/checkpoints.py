@@ -125,10 +125,10 @@ class Checkpoints:
         with self._lock:
             self._turn = self._turn + 1 if turn is None else turn
             self._taken = False
+            self._load()  # first: an earlier run's pending redo is one of those now gone
             self._redo.clear()  # a new turn: what rewinds undid is gone for good
             self._stack = [entry for entry in self._stack if entry[0] < self._turn]
             try:
-                self._load()
                 stale = [name for name in self._refs if (found := _REF.fullmatch(name)) and (
                     found[1] == "redo" or (found[1] in ("turn", "settled") and int(found[2]) >= self._turn))]
                 marker = None
@@ -136,8 +136,8 @@ class Checkpoints:
                     marker = self._keep(self._git("mktree", input=""),
                                         f"clover: checkpoints kept from turn {self._turn + 1}", ref=None)
                 self._update_refs(stale, {f"from-{self._turn}": marker} if marker else {})
-            except ToolError:  # no git here (no sandbox...): kept for this run only, if at all
-                pass
+            except ToolError:  # no git here (no sandbox...): no checkpoint can be kept, none is said to be
+                return
             if self._kept_from is None:
                 self._kept_from = self._turn
 
@@ -242,13 +242,14 @@ class Checkpoints:
             self._load()
             if not self._redo:
                 return ""
-            undone = self._redo.pop()
+            undone = self._redo[-1]
+            changes: list[tuple[str, str]] = []
+            if undone.tree is not None:  # restored before the stacks move: a failure leaves both as they were
+                current = self._snapshot_tree()
+                changes = self._restore_paths(current, undone.tree, [path for _, path in self._changes(
+                    current, f"{undone.tree}^{{tree}}")])
+            self._redo.pop()
             self._stack.extend(undone.stack)
-            if undone.tree is None:
-                return ""
-            current = self._snapshot_tree()
-            changes = self._restore_paths(current, undone.tree, [path for _, path in self._changes(
-                current, f"{undone.tree}^{{tree}}")])
             return _summary("The files are back as they were before the rewind.", changes) if changes else ""
 
     def _ours(self, current: str, checkpoints: list[str]) -> tuple[list[str], list[str]]:

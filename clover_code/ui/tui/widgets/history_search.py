@@ -18,7 +18,7 @@ from textual.containers import Vertical
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
-from clover_code.ui.terminal_text import visible
+from clover_code.ui.terminal_text import one_line, visible
 
 SHOWN = 8
 PREVIEW_CHARS = 200
@@ -99,10 +99,7 @@ class HistorySearch(Vertical):
 
 def _preview(text: str, query: str) -> Text:
     """The prompt on one line, the match in bold."""
-    flat = " ".join(text.split())
-    if len(flat) > PREVIEW_CHARS:
-        flat = flat[: PREVIEW_CHARS - 1] + "…"
-    shown = Text(visible(flat))
+    shown = Text(one_line(visible(text), PREVIEW_CHARS))
     if query:
         shown.highlight_words([query], style="bold yellow", case_sensitive=False)
     return shown

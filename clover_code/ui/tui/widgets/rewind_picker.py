@@ -23,7 +23,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from clover_code.agent.events import RewindScope
-from clover_code.ui.terminal_text import visible
+from clover_code.ui.terminal_text import one_line, visible
 
 NOT_KEPT = "files not kept"  # step two says why, and offers the conversation only
 SCOPES: list[tuple[RewindScope, str, str]] = [
@@ -78,8 +78,7 @@ class RewindPicker(ModalScreen[tuple[int, RewindScope] | None]):
         options.focus()
 
     def _preview(self, text: str, room: int) -> str:
-        flat = " ".join(visible(text).split())
-        return flat if len(flat) <= room else flat[: max(room - 1, 1)] + "…"
+        return one_line(visible(text), room)
 
     def _label(self, position: int, turn: TurnChoice) -> Text:
         later = len(self.turns) - position - 1
@@ -106,8 +105,8 @@ class RewindPicker(ModalScreen[tuple[int, RewindScope] | None]):
         title = Text(f"Rewind to before message {turn.index + 1}: ", style="bold")
         title.append(self._preview(turn.text, max(self.app.size.width - 40, 20)))
         if not turn.files_kept:
-            title.append("\nNo file checkpoint of this message was kept (its session began in a clover-code "
-                         "that kept them per run only): only the conversation can go back.", style="yellow")
+            title.append("\nNo file checkpoint of this message was kept (made by an older clover-code, older "
+                         "than 14 days, or no git sandbox here): only the conversation can go back.", style="yellow")
         self.query_one("#title", Static).update(title)
         scopes = self.query_one("#scopes", OptionList)
         scopes.clear_options()

@@ -14,8 +14,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.widget import Widget
+
+from clover_code.ui.terminal_text import one_line
 
 FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 TICK_S = 0.1
@@ -95,8 +98,5 @@ def _duration(seconds: float) -> str:
 
 
 def _fit(text: str, room: int) -> str:
-    """`text` on one line in `room` cells, cut with an ellipsis ('' when there is no room)."""
-    flat = " ".join(text.split())
-    if len(flat) <= room:
-        return flat
-    return flat[: room - 1] + "…" if room >= 8 else ""
+    """`text` on one line in `room` cells ('' when there is no room to say anything)."""
+    return one_line(text, room) if room >= 8 or cell_len(" ".join(text.split())) <= room else ""

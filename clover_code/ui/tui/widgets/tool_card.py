@@ -21,7 +21,7 @@ from textual.widgets import Collapsible, Static
 from clover_code import jsonsafe
 from clover_code.engine import ToolCall
 from clover_code.jsonsafe import JSONObject
-from clover_code.ui.terminal_text import visible
+from clover_code.ui.terminal_text import one_line, visible
 
 MAX_OUTPUT_LINES = 60
 MAX_VALUE_LINES = 12  # of one argument in a card (an edit's old/new text shows as its diff)
@@ -56,8 +56,7 @@ def summarize(call: ToolCall, limit: int = 60) -> str:
     args = parse_arguments(call.arguments) or {}
     for key in _KEY_ARGS:
         if isinstance(args.get(key), str):
-            value = visible(" ".join(args[key].split()))
-            return value if len(value) <= limit else value[: limit - 1] + "…"
+            return one_line(visible(args[key]), limit)
     return ""
 
 
