@@ -68,5 +68,5 @@ def test_a_resumed_rewind_reads_checkpoints_from_the_git_dir_only(git_repo: Path
     other = Checkpoints(git_repo, cache_dir=tmp_path / "cache")
     other.continue_session("20260101-000000-fedcba", turns=1)  # a log of another name, same turns
     assert not other.files_kept(0)
-    assert "Files not restored, only the conversation" in other.rewind(0)
+    assert "Files not restored: no file checkpoint" in other.rewind(0)
     assert (git_repo / "README.md").read_text() == "changed\n"

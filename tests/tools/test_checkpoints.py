@@ -208,7 +208,7 @@ def test_without_git_a_turn_still_begins_and_a_rewind_still_answers(project: Pat
     with pytest.raises(ToolError):
         checkpoints.ensure()
     assert not checkpoints.files_kept(0) and not checkpoints.files_kept(1)  # nothing can be kept: none is said to be
-    assert "only the conversation" in checkpoints.rewind(0) and "only the conversation" in checkpoints.rewind(1)
+    assert "Files not restored" in checkpoints.rewind(0) and "Files not restored" in checkpoints.rewind(1)
 
 
 async def test_diff_after_a_resume_covers_the_earlier_runs_of_the_session(project: Path, tmp_path: Path):

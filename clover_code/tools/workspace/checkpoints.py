@@ -462,8 +462,8 @@ def other_sessions_notice(others: list[LiveSession]) -> str:
             "session's changes, and leave its edits alone.")
 
 
-NOT_KEPT = ("Files not restored, only the conversation: no file checkpoint of that turn was kept "
-            f"(it ran in a clover-code that kept them per run only, or more than {KEEP_DAYS} days ago).")
+NOT_KEPT = ("Files not restored: no file checkpoint of that turn was kept (it ran in a clover-code that "
+            f"kept them per run only, more than {KEEP_DAYS} days ago, or without a git sandbox).")
 
 
 def safe_session_name(session: str) -> str:
