@@ -79,10 +79,10 @@ def test_a_commit_the_grammar_rules_out_is_withdrawn_and_decoded_under_it(setup)
     assert guide.stats.withdrawn == 1
 
 
+@pytest.mark.parametrize("setup", ["json"], indirect=True)  # whitespace between members: JSON's alone
 def test_a_replaced_pick_follows_the_template_not_the_whitespace_json_allows(setup):
     tokenizer, _, fmt = setup
-    if fmt.family != "json":
-        pytest.skip("whitespace between JSON members: the json layout")
+    assert fmt.family == "json"
     listing = [{"type": "function", "function": {"name": "list_files", "parameters": {
         "type": "object", "properties": {"path": {"type": "string"}}}}}]  # no key required: "{" then '"' or "}"
     text = call("list_files", {"path": "a.py"}, fmt)
