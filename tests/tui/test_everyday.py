@@ -10,7 +10,7 @@ import asyncio
 from rich.console import Console
 from textual import events
 from textual.widgets import Static
-from tui_helpers import call, idle, notes, ready, scripted_app, send, wait_for
+from tui_helpers import call, converse, idle, notes, ready, scripted_app, send, wait_for
 
 from clover_code.ui.tui.prompt_history import PromptHistory
 from clover_code.ui.tui.widgets.assistant_message import AssistantMessage
@@ -148,9 +148,7 @@ async def test_esc_esc_rewinds_files_and_conversation_and_redo_takes_it_back(rep
     app = scripted_app(repo, [READ, FIX, "Fixed.", TWICE, "Doubled.", "Fresh start."], approval="full-auto")
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        for task in ("fix add", "double it"):
-            await send(pilot, task)
-            await idle(pilot)
+        await converse(pilot, "fix add", "double it")
         assert "(a + b) * 2" in (repo / "app.py").read_text()
         await pilot.press("escape", "escape")
         picker = await wait_for(pilot, lambda: app.screen if isinstance(app.screen, RewindPicker) else None)
@@ -185,9 +183,7 @@ async def test_a_resumed_session_shows_the_rewound_conversation(repo):
     first = scripted_app(repo, ["One.", "Two."])
     async with first.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        for task in ("first question", "second question"):
-            await send(pilot, task)
-            await idle(pilot)
+        await converse(pilot, "first question", "second question")
         await send(pilot, "/undo 2")
         await wait_for(pilot, lambda: "Rewound" in notes(first))
     app = scripted_app(repo, ["Three."], resume="last")
@@ -240,9 +236,7 @@ async def test_prompt_history_across_sessions_and_ctrl_r(repo, tmp_path, monkeyp
     first = scripted_app(repo, ["a", "b"])
     async with first.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        for task in ("refactor the parser", "write the changelog"):
-            await send(pilot, task)
-            await idle(pilot)
+        await converse(pilot, "refactor the parser", "write the changelog")
     assert PromptHistory().texts()[-2:] == ["refactor the parser", "write the changelog"]
     assert not (repo / ".clover" / "history.jsonl").exists()  # never in the workspace
     app = scripted_app(repo, [])
@@ -305,9 +299,7 @@ async def test_keys_typed_faster_than_the_popup_follows_go_where_they_were_typed
     app = scripted_app(repo, ["One.", "Two."])
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        for task in ("first", "second"):
-            await send(pilot, task)
-            await idle(pilot)
+        await converse(pilot, "first", "second")
         editor = app.query_one(InputEditor)
         await pilot.press(*"/undo")
         assert app.query_one(CompletionPopup).is_open

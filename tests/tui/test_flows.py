@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from tui_helpers import call, idle, notes, ready, scripted_app, send, session_events, wait_for
+from tui_helpers import call, converse, idle, notes, ready, scripted_app, send, session_events, wait_for
 
 from clover_code.ui.tui.widgets.approval_prompt import ApprovalPrompt
 from clover_code.ui.tui.widgets.assistant_message import AssistantMessage
@@ -192,9 +192,7 @@ async def test_clear_compact_and_init(repo):
     app = scripted_app(repo, ["One.", "Two.", "A summary of the talk.", "Three."])
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot)
-        for task in ("first", "second"):
-            await send(pilot, task)
-            await idle(pilot)
+        await converse(pilot, "first", "second")
         await send(pilot, "/compact")
         await wait_for(pilot, lambda: "compacted" in notes(app) or "nothing to compact" in notes(app))
         await send(pilot, "/clear")

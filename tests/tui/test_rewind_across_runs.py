@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import subprocess
 
-from tui_helpers import call, idle, notes, ready, scripted_app, send, wait_for
+from tui_helpers import call, converse, notes, ready, scripted_app, send, wait_for
 
 from clover_code.ui.tui.widgets.input_editor import InputEditor
 from clover_code.ui.tui.widgets.rewind_picker import RewindPicker
@@ -33,9 +33,7 @@ async def two_edits(repo) -> None:
     app = scripted_app(repo, TWO_EDITS, approval="full-auto")
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        for task in ("fix add", "double it"):
-            await send(pilot, task)
-            await idle(pilot)
+        await converse(pilot, "fix add", "double it")
     assert "(a + b) * 2" in source(repo)
 
 
@@ -113,9 +111,7 @@ async def test_conversation_only_and_code_only(repo):
     app = scripted_app(repo, TWO_EDITS, approval="full-auto")
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        for task in ("fix add", "double it"):
-            await send(pilot, task)
-            await idle(pilot)
+        await converse(pilot, "fix add", "double it")
         picker = await open_picker(pilot)
         await pilot.press("enter", "3")  # the latest message, code only
         await wait_for(pilot, lambda: "Rewound the code only to before message 2" in notes(app))
@@ -138,9 +134,7 @@ async def test_redo_takes_the_rewound_message_out_of_the_editor_unless_edited(re
     app = scripted_app(repo, TWO_EDITS, approval="full-auto")
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        for task in ("fix add", "double it"):
-            await send(pilot, task)
-            await idle(pilot)
+        await converse(pilot, "fix add", "double it")
         editor = app.query_one(InputEditor)
         for edit, left in (("", ""), (" twice", "double it twice")):
             await open_picker(pilot)
@@ -161,9 +155,7 @@ async def test_after_model_switches_a_rewind_still_restores_the_files(repo):
     app = scripted_app(repo, TWO_EDITS, approval="full-auto")
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        for task in ("fix add", "double it"):
-            await send(pilot, task)
-            await idle(pilot)
+        await converse(pilot, "fix add", "double it")
         first = app.agent
         await send(pilot, "/model another")
         await wait_for(pilot, lambda: app.agent is not first and app.status.info.state == "ready")

@@ -39,8 +39,7 @@ def test_clover_code_in_tmux(tmux: Tmux, sandbox_repo: Path, tmp_path: Path):
     replies = tmp_path / "replies.jsonl"
     replies.write_text("".join(json.dumps(r) + "\n" for r in REPLIES))
     tmux.start(sandbox_repo, replies, (110, 36))
-    tmux.type("fix the median of even-length lists")
-    tmux.keys("Enter")
+    tmux.send("fix the median of even-length lists")
     shown = ("fix the median of even-length lists", "read_file  numkit/stats.py", "+    if len(ordered) % 2:",
              "[n] no, tell the model")  # the task, the read, the diff before approval, the legend
     tmux.wait_until(lambda s: all(part in s for part in shown), "the approval with its diff")

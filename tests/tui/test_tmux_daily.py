@@ -62,8 +62,7 @@ def test_a_200_line_diff_is_reviewable_at_80x24(tmux: Tmux, tmp_path: Path):
         "Doubled every value.",
     ])
     tmux.start(repo, replies, (80, 24))
-    tmux.type("double every value")
-    tmux.keys("Enter")
+    tmux.send("double every value")
     screen = tmux.wait_for("more below")
     assert "[y] yes once" in screen and "[n] no" in screen
     assert "+value_199 = 398" not in screen
@@ -87,27 +86,23 @@ def test_two_sessions_in_one_repository_at_200x60(tmux: Tmux, tmp_path: Path):
     first = write_replies(tmp_path / "first.jsonl", write_file_reply("mine.py", "mine = 1\n", "Made mine."))
     second = write_replies(tmp_path / "second.jsonl", write_file_reply("theirs.py", "theirs = 1\n", "Made theirs."))
     tmux.start(repo, first, (200, 60), target="first")
-    tmux.type("make mine.py", target="first")
-    tmux.keys("Enter", target="first")
+    tmux.send("make mine.py", target="first")
     tmux.wait_for("[y] yes once", target="first")
     tmux.keys("y", target="first")
     tmux.wait_for("Made mine.", target="first")
 
     tmux.start(repo, second, (200, 60), target="second")
     tmux.wait_for("Another clover-code session is at work in this folder", target="second")
-    tmux.type("make theirs.py", target="second")
-    tmux.keys("Enter", target="second")
+    tmux.send("make theirs.py", target="second")
     tmux.wait_for("[y] yes once", target="second")
     tmux.keys("y", target="second")
     tmux.wait_for("Made theirs.", target="second")
     assert (repo / "mine.py").exists() and (repo / "theirs.py").exists()
 
-    tmux.type("/diff", target="first")
-    tmux.keys("Enter", target="first")
+    tmux.send("/diff", target="first")
     screen = tmux.wait_for("+mine = 1", target="first")
     assert "theirs" not in screen.split("/diff")[-1]  # the other session's file is not this one's change
-    tmux.type("/undo 1", target="first")
-    tmux.keys("Enter", target="first")
+    tmux.send("/undo 1", target="first")
     tmux.wait_for("Another clover-code session is at work", target="first")
     deadline = time.monotonic() + 10
     while (repo / "mine.py").exists() and time.monotonic() < deadline:

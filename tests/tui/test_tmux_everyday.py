@@ -26,8 +26,7 @@ def test_live_output_bang_at_path_rewind_redo_history_and_modes_at_120x40(tmux: 
         "All ten steps ran.", *read_and_fix("Fixed: add adds."), "It printed the status."])
     tmux.start(repo, replies, (120, 40))
 
-    tmux.type("run the steps")
-    tmux.keys("Enter")
+    tmux.send("run the steps")
     tmux.wait_for("[y] yes once")
     screen = tmux.wait_for("Waiting for your answer")  # the spinner, while the approval waits
     assert "esc to interrupt" in screen
@@ -48,8 +47,7 @@ def test_live_output_bang_at_path_rewind_redo_history_and_modes_at_120x40(tmux: 
     tmux.wait_for("Fixed: add adds.")
     assert (repo / "app.py").read_text().endswith("a + b\n")
 
-    tmux.type("!git status --short")
-    tmux.keys("Enter")
+    tmux.send("!git status --short")
     tmux.wait_for("M app.py")
 
     tmux.keys("Escape")
@@ -65,8 +63,7 @@ def test_live_output_bang_at_path_rewind_redo_history_and_modes_at_120x40(tmux: 
     assert (repo / "app.py").read_text().endswith("a - b\n")
     assert "Fixed: add adds." not in screen and "M app.py" not in screen
     tmux.keys("C-c")  # the editor got the message back; clear it
-    tmux.type("/redo")
-    tmux.keys("Enter")
+    tmux.send("/redo")
     screen = tmux.wait_for("Redone: back to where you were")
     assert "Fixed: add adds." in screen and (repo / "app.py").read_text().endswith("a + b\n")
 
@@ -87,11 +84,9 @@ def test_slash_popup_cost_and_resume_picker_at_80x24(tmux: Tmux, tmp_path: Path)
     first = write_replies(tmp_path / "first.jsonl", ["The first answer.", "The second answer."])
     tmux.start(repo, first, (80, 24), target="first")
     for task in ("a first question", "a second question"):
-        tmux.type(task, target="first")
-        tmux.keys("Enter", target="first")
+        tmux.send(task, target="first")
     tmux.wait_for("The second answer.", target="first")
-    tmux.type("/undo 2", target="first")
-    tmux.keys("Enter", target="first")
+    tmux.send("/undo 2", target="first")
     tmux.wait_for("Rewound to before message 2", target="first")
     tmux.keys("C-c", target="first")
     tmux.keys("C-d", target="first")
@@ -102,13 +97,11 @@ def test_slash_popup_cost_and_resume_picker_at_80x24(tmux: Tmux, tmp_path: Path)
     tmux.type("/co")
     screen = tmux.wait_for("/cost")
     assert "/commit" in screen and "/compact" in screen
-    tmux.type("st")
-    tmux.keys("Enter")
+    tmux.send("st")
     tmux.wait_for("Tokens per turn")
     tmux.wait_for("price_input_per_mtok")
 
-    tmux.type("/resume")
-    tmux.keys("Enter")
+    tmux.send("/resume")
     screen = tmux.wait_for("Resume a session of this folder")
     assert "a first question" in screen
     screen = tmux.wait_for("you: a first question")  # the preview: the conversation as resumed

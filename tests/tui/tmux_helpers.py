@@ -72,6 +72,11 @@ class Tmux:
     def type(self, text: str, target: str = "tui") -> None:
         self("send-keys", "-t", target, "-l", text)
 
+    def send(self, text: str, target: str = "tui") -> None:
+        """Type `text` and press Enter, as a user sends a message or a command."""
+        self.type(text, target)
+        self.keys("Enter", target=target)
+
     def modes(self, target: str = "tui") -> dict[str, str]:
         """The terminal modes the program left: alternate screen, mouse tracking, cursor shown."""
         out = self("display-message", "-p", "-t", target,

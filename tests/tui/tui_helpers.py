@@ -59,6 +59,13 @@ async def idle(pilot, timeout: float = 10.0) -> None:
     await pilot.pause(0.05)
 
 
+async def converse(pilot, *tasks: str) -> None:
+    """Send each task in turn, waiting for the agent to finish it."""
+    for task in tasks:
+        await send(pilot, task)
+        await idle(pilot)
+
+
 def notes(app: CloverApp) -> str:
     return "\n".join(str(w.render()) for w in app.query(".note"))
 
