@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clover_code.jsonsafe import JSON, JSONObject
-from clover_code.settings import APPROVAL_MODES, ConfigError, Settings
+from clover_code.settings import APPROVAL_MODES, INHERIT_ENV, ConfigError, Settings
 
 __all__ = ["ENV_VARS", "PROJECT_KEYS", "ConfigError", "Settings", "env_setting", "load_settings", "project_config_path",
            "user_config_path"]
@@ -74,6 +74,7 @@ _CHECKS: dict[str, tuple[Callable[[JSON], bool], str]] = {
     "allow": (lambda v: _text_list(v) and all(":" in r for r in v), 'a list of "KIND:PATTERN" strings'),
     "keep_env": (lambda v: _text_list(v) and all(_ENV_NAME.match(n) for n in v),
                  "a list of environment variable names"),
+    "inherit_env": (lambda v: v in INHERIT_ENV, "one of: " + ", ".join(INHERIT_ENV)),
     "deny_read": (_text_list, 'a list of paths ("~/..." or absolute)'),
     "max_processes": (lambda v: _is_int(v) and v >= 1, "a whole number of processes, 1 or more"),
     "memory_mb": (lambda v: _is_int(v) and v >= 1, "a whole number of megabytes, 1 or more"),

@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from clover_code.tools.sandbox.policy import DEFAULT_DENY_READ, DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_MB
+from clover_code.tools.sandbox.policy import DEFAULT_DENY_READ, DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_MB, InheritEnv
 
 ApprovalMode = Literal["read-only", "ask", "auto-edit", "full-auto"]
 APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
+INHERIT_ENV: tuple[InheritEnv, ...] = get_args(InheritEnv)
 
 
 class ConfigError(Exception):
@@ -43,7 +44,8 @@ class Settings:
     idle_timeout: float = 120.0
     allow: list[str] = field(default_factory=list)  # e.g. "shell:pytest*", "edit:src/**"
     # The sandbox's policy (clover_code.tools.policy.SandboxPolicy); the user's config only.
-    keep_env: list[str] = field(default_factory=list)  # secret-looking variables passed on anyway
+    keep_env: list[str] = field(default_factory=list)  # variables passed on anyway (secret-looking, not core)
+    inherit_env: InheritEnv = "all"  # "core": commands get only the core variables besides keep_env
     deny_read: list[str] = field(default_factory=lambda: list(DEFAULT_DENY_READ))
     max_processes: int = DEFAULT_MAX_PROCESSES
     memory_mb: int = DEFAULT_MEMORY_MB

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from clover_code import jsonsafe
+from clover_code.credentials import mask_url_credentials
 from clover_code.engine import (
     CLOVER_CONTEXT_WINDOW,
     Block,
@@ -65,18 +66,10 @@ def _normalize_endpoint(endpoint: str) -> str:
     """The API root: 'http://h:8000' means 'http://h:8000/v1'; no trailing slash."""
     parts = urlsplit(endpoint.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise EngineError(f"endpoint {_display(endpoint)!r} is not an http(s) URL; "
+        raise EngineError(f"endpoint {mask_url_credentials(endpoint)!r} is not an http(s) URL; "
                           "use e.g. --endpoint http://gpu-box:8000/v1")
     path = parts.path.rstrip("/") or "/v1"
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
-
-
-def _display(url: str) -> str:
-    """The URL without any user:password part."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[1], parts.path, parts.query, ""))
 
 
 def _server_error(text: str) -> tuple[str, JSONObject]:
@@ -122,7 +115,7 @@ class RemoteEngine:
             raise EngineError("no server to talk to: pass --endpoint URL (e.g. http://gpu-box:8000/v1) "
                               "or set CLOVER_ENDPOINT")
         self.base = _normalize_endpoint(endpoint)
-        self.url = _display(self.base)  # for messages
+        self.url = mask_url_credentials(self.base)  # for messages
         if api_key is None:  # "" means: send no key
             api_key = os.environ.get("CLOVER_API_KEY") or os.environ.get("OPENAI_API_KEY")
         self._api_key = api_key or None

@@ -54,7 +54,8 @@ def sandbox_policy(settings: Settings) -> SandboxPolicy:
     """What the sandbox passes on, hides and limits: from the user's config only (load_settings
     never takes these keys from a project's file)."""
     own_config = str(user_config_path().parent)  # holds the api key, wherever XDG_CONFIG_HOME puts it
-    return SandboxPolicy(keep_env=tuple(settings.keep_env), deny_read=(*settings.deny_read, own_config),
+    return SandboxPolicy(keep_env=tuple(settings.keep_env), inherit_env=settings.inherit_env,
+                         deny_read=(*settings.deny_read, own_config),
                          max_processes=settings.max_processes, memory_mb=settings.memory_mb)
 
 

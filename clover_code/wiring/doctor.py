@@ -3,6 +3,8 @@
 Each check is a small function returning a Check; the command prints them and exits 0
 when everything the chosen setup needs works, 1 otherwise (each problem with its fix).
 Slow checks (importing torch, asking a server) run only for the engine that would run.
+Every line is printed with the credentials in its URLs masked (endpoint, proxies, errors
+that quote them): the report is meant to be pasted into an issue.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TextIO
 
 from clover_code import __version__
+from clover_code.credentials import mask_url_credentials
 from clover_code.jsonsafe import JSONObject
 from clover_code.settings import ConfigError, Settings
 
@@ -27,6 +30,9 @@ if TYPE_CHECKING:
 
 Status = Literal["ok", "warn", "fail"]
 MARKS = {"ok": "✓", "warn": "!", "fail": "✗"}
+# The proxy variables httpx (the remote engine's client) reads.
+PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY",
+              "no_proxy")
 
 
 @dataclass
@@ -41,7 +47,7 @@ class Check:
 # -- sandbox ------------------------------------------------------------------------------
 
 def check_sandbox(settings: Settings) -> Check:
-    from clover_code.tools.sandbox.bwrap import bwrap_binary, bwrap_problem
+    from clover_code.tools.sandbox.bwrap import bwrap_binary, bwrap_problem, removed_secrets
     from clover_code.tools.sandbox.limits import mechanism
 
     found = bwrap_binary()
@@ -55,9 +61,11 @@ def check_sandbox(settings: Settings) -> Check:
     if problem is not None:
         return Check("sandbox", "fail", f"{where}: cannot build a sandbox", (problem, path), fix=_userns_fix())
     policy = _policy(settings)
+    withheld = len(removed_secrets(policy))
     details = (path, f"limits: {policy.max_processes} processes and threads, {policy.memory_mb:,} MiB each",
                f"  (process count: {mechanism()})",
-               f"hidden: host sockets, {len(policy.deny_read)} credential paths; no network")
+               f"hidden: host sockets, {len(policy.deny_read)} credential paths; no network",
+               f"environment: inherit_env = {policy.inherit_env}; {withheld} secret variables withheld")
     if not settings.sandbox:
         return Check("sandbox", "warn", f"{where} works, but your config turns it off", details,
                      fix="remove `sandbox = false` from your config (full-auto sandboxes anyway)")
@@ -148,7 +156,8 @@ def _embedded(settings: Settings, reason: str) -> tuple[Check, Check]:
 def _remote(settings: Settings, reason: str) -> tuple[Check, Check]:
     from clover_code.engine import remote
 
-    engine = Check("engine", "ok", f"remote: {settings.endpoint}", (f"why: {reason}",))
+    proxies = tuple(f"proxy: {name}={os.environ[name]}" for name in PROXY_VARS if os.environ.get(name))
+    engine = Check("engine", "ok", f"remote: {settings.endpoint}", (f"why: {reason}", *proxies))
     probe: Callable[..., tuple[int | None, str]] | None = getattr(remote, "probe_context_window", None)
     if probe is None:
         return engine, Check("context", "warn", "learned on the first request")
@@ -157,7 +166,7 @@ def _remote(settings: Settings, reason: str) -> tuple[Check, Check]:
     except Exception as exc:  # any failure to reach the server is the finding itself
         fix = "start the server, or check --endpoint / CLOVER_ENDPOINT and the api key"
         return (Check("engine", "fail", f"remote: {settings.endpoint} is not reachable",
-                      (f"why: {reason}", str(exc)), fix=fix),
+                      (f"why: {reason}", *proxies, str(exc)), fix=fix),
                 Check("context", "warn", "unknown: the server did not answer"))
     if window is None:
         return engine, Check("context", "warn", f"the server does not say ({source}); learned from its errors")
@@ -226,17 +235,21 @@ def _print(out: TextIO, checks: list[Check]) -> None:
     width = max(len(c.name) for c in checks)
     indent = " " * (width + 6)
     for check in checks:
-        out.write(_wrap(f"  {MARKS[check.status]} {check.name:<{width}}  {check.summary}", indent))
+        _line(out, f"  {MARKS[check.status]} {check.name:<{width}}  {check.summary}", indent)
         for line in check.details:
-            out.write(_wrap(indent + line, indent + "  "))
+            _line(out, indent + line, indent + "  ")
     problems = [c for c in checks if c.status == "fail"]
     if problems:
         out.write("\nProblems:\n")
         for check in problems:
-            out.write(_wrap(f"  ✗ {check.name}: {check.summary}", "    "))
-            out.write(_wrap(f"    fix: {check.fix}", "         "))
+            _line(out, f"  ✗ {check.name}: {check.summary}", "    ")
+            _line(out, f"    fix: {check.fix}", "         ")
     else:
         out.write("\nEverything the setup above needs works.\n")
+
+
+def _line(out: TextIO, text: str, indent: str) -> None:
+    out.write(_wrap(mask_url_credentials(text), indent))
 
 
 def _wrap(text: str, indent: str, width: int = 79) -> str:

@@ -195,7 +195,7 @@ def test_model_and_context_window_from_the_server():
 
 def test_endpoint_without_path_means_v1_and_key_stays_out_of_repr():
     eng = RemoteEngine("http://user:pw@gpu-box:8000", api_key=KEY)
-    assert eng.base == "http://user:pw@gpu-box:8000/v1" and eng.url == "http://gpu-box:8000/v1"
+    assert eng.base == "http://user:pw@gpu-box:8000/v1" and eng.url == "http://user:****@gpu-box:8000/v1"
     assert KEY not in repr(eng) and "pw" not in repr(eng)
     with pytest.raises(EngineError, match="not an http"):
         RemoteEngine("gpu-box:8000")

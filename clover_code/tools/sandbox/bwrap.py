@@ -14,7 +14,7 @@ each part is there):
   no nested user namespaces, no capabilities, and it dies with its parent;
 - each process limited to policy.memory_mb of data; the process count is watched from
   outside (tools/sandbox/limits.py), as RLIMIT_NPROC does not bind root;
-- an environment without secrets (policy.is_secret_name), as in Codex CLI.
+- an environment without secrets (policy.passed_env), as in Codex CLI.
 
 Inside the workspace, .git and .clover stay read-only for commands: git runs in its own
 sandbox where the git dir is writable but its config and hooks are not, and .clover/
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Literal
 
 from clover_code.tools.errors import ToolError
-from clover_code.tools.sandbox.policy import SandboxPolicy, is_secret_name
+from clover_code.tools.sandbox.policy import SandboxPolicy, passed_env, withheld_secrets
 
 SHELL = "/bin/bash" if Path("/bin/bash").exists() else "/bin/sh"
 PROTECTED = (".git", ".clover")  # inside the workspace, yet read-only in the shell's sandbox
@@ -183,7 +183,7 @@ def shell_argv(root: Path, cwd: Path, command: str, sandbox: bool, policy: Sandb
 
 def command_env(policy: SandboxPolicy, sandbox: bool) -> dict[str, str]:
     """A command's environment: ours without secrets, with the running venv's tools on PATH."""
-    env = {k: v for k, v in os.environ.items() if k in policy.keep_env or not is_secret_name(k)}
+    env = passed_env(policy, os.environ)
     venv_bin = str(Path(sys.executable).parent)
     path = env.get("PATH", "")
     if venv_bin not in path.split(os.pathsep):
@@ -199,4 +199,4 @@ def command_env(policy: SandboxPolicy, sandbox: bool) -> dict[str, str]:
 
 def removed_secrets(policy: SandboxPolicy) -> list[str]:
     """Names of our environment variables that commands do not get."""
-    return sorted(k for k in os.environ if k not in policy.keep_env and is_secret_name(k))
+    return withheld_secrets(policy, os.environ)
