@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from clover_code.agent.redact import REDACTED, Redactor
+from tests.security.host_secrets import HOST_SECRETS, NOT_SECRETS, PASSWORDS, SECRET_TEXTS
 
 SECRETS = {
     "CLOUD_API_KEY": "sk-live-0123456789abcdef",
@@ -72,6 +73,45 @@ def test_no_secret_value_is_written_to_the_log_or_the_output(fmt, attack):
     if fmt != "text":
         result = json.loads(proc.stdout.decode().strip().splitlines()[-1])
         assert REDACTED in result["result"] and PLAIN in result["result"]
+
+
+@pytest.fixture
+def host_secrets_attack(git_repo: Path, tmp_path: Path) -> tuple[Path, str, dict[str, str]]:
+    """Issue 41's secrets in the host's environment, and in a file the model reads: the model
+    echoes them, each URL's password on its own and in a URL of its own making, and repeats
+    them in its answer."""
+    (git_repo / "found.env").write_text("".join(f"{k}={v}\n" for k, v in HOST_SECRETS.items()))
+    rebuilt = f"postgres://app:{PASSWORDS[0]}@elsewhere/x"
+    everything = " ".join([*SECRET_TEXTS, rebuilt])
+    plain = " ".join(NOT_SECRETS.values())
+    replies = tmp_path / "r.jsonl"
+    replies.write_text("".join(json.dumps({"content": r}) + "\n" for r in [
+        "Reading them.\n" + tool_call("read_file", path="found.env"),
+        f"Echoing {everything}.\n" + tool_call("run_shell", command=f"env; echo '{everything}'"),
+        f"Done: {everything} and {plain}",
+    ]))
+    inherited = {k: v for k, v in os.environ.items() if k not in ("CLOVER_API_KEY", "OPENAI_API_KEY")}
+    env = {**inherited, **HOST_SECRETS, **NOT_SECRETS, "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+           "CLOVER_APPROVAL": "full-auto"}
+    return git_repo, f"scripted:{replies}", env
+
+
+@pytest.mark.parametrize("fmt", ["stream-json", "json"])
+def test_no_host_secret_value_is_written_by_name_or_by_value(fmt, host_secrets_attack):
+    repo, engine, env = host_secrets_attack
+    proc = subprocess.run([sys.executable, "-m", "clover_code.cli", "--task", "find the secrets",
+                           "--cwd", str(repo), "--engine", engine, "--output-format", fmt],
+                          env=env, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    [log] = (repo / ".clover" / "sessions").glob("*.jsonl")
+    for where, data in (("session log", log.read_bytes()), ("stdout", proc.stdout), ("stderr", proc.stderr)):
+        text = data.decode("utf-8")
+        assert [s for s in SECRET_TEXTS if s in text or json.dumps(s)[1:-1] in text] == [], f"{where} holds a secret"
+    final = [json.loads(line) for line in log.read_text().splitlines()][-1]
+    assert final["type"] == "TurnFinished" and "postgres://app:[redacted]@elsewhere/x" in final["text"]
+    assert all(value in final["text"] for value in NOT_SECRETS.values())
+    result = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+    assert "postgres://app:[redacted]@elsewhere/x" in result["result"] and "Ada Lovelace" in result["result"]
 
 
 def test_the_redactor_rules():
