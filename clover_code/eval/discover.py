@@ -5,7 +5,8 @@ A folder is
     a Harbor task           when it has instruction.md (and task.toml, tests/test.sh);
     a sandbox task          when it has task.toml (prompt, check) and repo/;
     a suite                 when it has none of these but sub-folders that do (sandbox/,
-                            polyglot-python/): each of those is a task.
+                            polyglot-python/): each of those is a task (a link to a folder
+                            elsewhere is reported, not followed: the suite is untrusted input).
 """
 
 from __future__ import annotations
@@ -31,7 +32,11 @@ def discover(paths: list[str]) -> tuple[list[Task], list[Problem]]:
             continue
         found = [(folder, fmt)] if (fmt := detect(folder)) else \
             [(child, f) for child in _children(folder) if (f := detect(child))]
-        if not found:
+        linked = [path for path, _ in found if path != folder and path.is_symlink()]
+        problems += [Problem(str(path), f"a link (to {path.resolve()}): a suite's tasks are folders of its own")
+                     for path in linked]
+        found = [(path, fmt) for path, fmt in found if path not in linked]
+        if not found and not linked:
             problems.append(Problem(raw, "not a task folder: no task.toml, instruction.md or .meta/ here "
                                          "or in its sub-folders"))
         for path, fmt in found:

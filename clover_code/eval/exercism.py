@@ -17,12 +17,15 @@ An exercise folder holds the stub(s) to complete, the tests, `.docs/` (the instr
 from __future__ import annotations
 
 import json
+import shlex
 import sys
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from clover_code.eval.checks import CheckResult, CheckRunner
-from clover_code.eval.tasks import Task, TaskError, copy_files, git_init, workspace_files
+from clover_code.eval.taskfiles import Destination, copy_work, inside, read_text
+from clover_code.eval.tasks import ALWAYS_SKIPPED, Task, TaskError
 from clover_code.jsonsafe import JSONObject
+from clover_code.tools.workspace import reserved_path
 
 DOCS = ("introduction.md", "instructions.md", "instructions.append.md")
 
@@ -49,32 +52,35 @@ class Exercise(Task):
         return (f"{failed.output}\n\n####\n\nThose are the test results. The tests are correct and "
                 f"stay as they are.\nFix the code in {self.file_list} so that they pass.")
 
-    def prepare(self, workspace: Path) -> None:
-        copy_files(self.source, workspace, [*self.solution, *self.editor])
-        git_init(workspace)
+    def put_files(self, workspace: Path) -> None:
+        self._copy_in(workspace, [*self.solution, *self.editor])
 
     def check(self, workspace: Path, scratch: Path, runner: CheckRunner) -> CheckResult:
         folder = scratch / self.source.name
         folder.mkdir(parents=True)
-        copy_files(workspace, folder, [f for f in workspace_files(workspace)
-                                       if f not in self.tests and not f.startswith(".meta")])
-        copy_files(self.source, folder, [*self.tests, *self.editor])  # pristine: whatever the model wrote
-        command = f"{_quote(sys.executable)} -m pytest -q"
+        copy_work(workspace, folder, leave_out=self._not_work)
+        self._copy_in(folder, [*self.tests, *self.editor])  # pristine: whatever the model wrote
+        command = f"{shlex.quote(sys.executable)} -m pytest -q"
         return runner.run(command, folder, names={str(folder): self.source.name})
 
+    def _copy_in(self, folder: Path, names: list[str]) -> None:
+        dest = Destination(folder)
+        for name in names:
+            dest.file(PurePath(name), inside(self.source, name, f"{name} (named in .meta/config.json)"))
 
-def _quote(path: str) -> str:
-    import shlex
-
-    return shlex.quote(path)
+    def _not_work(self, path: PurePath) -> bool:
+        """What of the workspace the check leaves out: git, clover-code's logs, caches, `.meta`
+        (the model cannot plant a solution) and the files the exercise brings itself."""
+        return (path.name in ALWAYS_SKIPPED or path.parts[0] in (".git", ".clover", ".meta")
+                or path in {PurePath(name) for name in (*self.tests, *self.editor)})
 
 
 def load_exercise(folder: Path) -> Exercise:
-    config = folder / ".meta" / "config.json"
+    config = read_text(folder, ".meta/config.json", ".meta/config.json")
+    if config is None:
+        raise TaskError(".meta/ has no readable config.json (it names the solution and test files)")
     try:
-        files = json.loads(config.read_text(encoding="utf-8")).get("files")
-    except OSError:
-        raise TaskError(".meta/ has no readable config.json (it names the solution and test files)") from None
+        files = json.loads(config).get("files")
     except (ValueError, AttributeError):
         raise TaskError(".meta/config.json is not a JSON object") from None
     if not isinstance(files, dict):
@@ -87,15 +93,24 @@ def load_exercise(folder: Path) -> Exercise:
         raise TaskError("not a Python exercise: only Python ones are checked here (pytest); run the other "
                         "languages through Harbor's polyglot dataset")
     for name in (*solution, *tests, *editor):
-        if Path(name).is_absolute() or ".." in Path(name).parts or name.startswith(".meta"):
-            raise TaskError(f".meta/config.json names {name!r}, outside the exercise's own files")
-        if not (folder / name).is_file():
-            raise TaskError(f"{name} is listed in .meta/config.json but not in the folder")
-    parts = [(folder / ".docs" / name) for name in DOCS]
-    text = "\n\n".join(p.read_text(encoding="utf-8").strip() for p in parts if p.is_file())
+        _vet_name(folder, name)
+    parts = [read_text(folder, f".docs/{name}", f".docs/{name}") for name in DOCS]
+    text = "\n\n".join(part.strip() for part in parts if part is not None)
     if not text:
         raise TaskError("no instructions: .docs/instructions.md is missing or empty")
     return Exercise(folder, solution, tests, editor, text)
+
+
+def _vet_name(folder: Path, name: str) -> None:
+    """A name of files.*: a plain file of the exercise, which a workspace may hold."""
+    path = PurePath(name)
+    if path.is_absolute() or ".." in path.parts or name.startswith(".meta"):
+        raise TaskError(f".meta/config.json names {name!r}, outside the exercise's own files")
+    if reserved_path(Path(name)) is not None:
+        raise TaskError(f".meta/config.json names {name!r}: a task never supplies git metadata (a .git, in "
+                        "any spelling) or clover-code's own files (.clover/)")
+    if not inside(folder, name, f"{name} (named in .meta/config.json)").is_file():
+        raise TaskError(f"{name} is listed in .meta/config.json but not in the folder")
 
 
 def _names(files: JSONObject, key: str) -> list[str]:

@@ -7,8 +7,9 @@
     solution/              the reference solution: never shown
 
 Harbor builds the environment in Docker. Here a task runs without Docker when its environment
-only copies files in (FROM, WORKDIR, COPY/ADD of local files, ENV, ...): the workspace gets
-those files. A Dockerfile that RUNs anything, a compose file or a prebuilt image needs Docker:
+only copies files in (FROM, WORKDIR, COPY/ADD of local files, ENV, ...): the workspace, which
+stands for the final WORKDIR, gets those files, read and written through taskfiles.py (a task
+folder is untrusted input). A Dockerfile that RUNs anything, a compose file or a prebuilt image needs Docker:
 such a task is reported as needing it (run it through Harbor with the adapter in
 harbor_agent.py). The verifier runs on a copy of the workspace with its absolute paths
 (/tests, /logs/verifier, the WORKDIR) rewritten to scratch folders; a reward of 1 passes.
@@ -18,19 +19,23 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import posixpath
 import re
 import shlex
-import shutil
 import tomllib
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 
 from clover_code.eval.checks import CheckResult, CheckRunner
-from clover_code.eval.tasks import NeedsDocker, Task, TaskError, copy_files, git_init
+from clover_code.eval.taskfiles import Destination, copy_tree, copy_work, inside, read_plain, read_text, vet_tree
+from clover_code.eval.tasks import NeedsDocker, Task, TaskError
 from clover_code.jsonsafe import JSONObject
+from clover_code.tools.workspace import reserved_path
 
 LOCAL_INSTRUCTIONS = {"FROM", "WORKDIR", "COPY", "ADD", "ENV", "ARG", "LABEL", "USER", "CMD", "ENTRYPOINT",
                       "EXPOSE", "SHELL", "STOPSIGNAL", "HEALTHCHECK", "VOLUME", "ONBUILD"}
 DEFAULT_WORKDIR = "/app"
+BUILD_FILES = ("Dockerfile",)  # in environment/, never in the workspace
 
 
 class HarborTask(Task):
@@ -50,32 +55,31 @@ class HarborTask(Task):
         return (f"{failed.output}\n\n####\n\nThe task's tests did not pass{reward}; their output is above.\n"
                 "Finish the task so that they pass.")
 
-    def prepare(self, workspace: Path) -> None:
-        env = self.source / "environment"
-        for src, dest in self.copies:
-            source = env / src
+    def put_files(self, workspace: Path) -> None:
+        env, dest = inside(self.source, "environment", "environment/"), Destination(workspace)
+        for src, target in self.copies:
+            source = inside(env, src, f"the Dockerfile's COPY source {src}")
             if source.is_dir():
-                copy_files(source, workspace / dest, skip=("Dockerfile",))
+                copy_tree(source, dest, PurePath(target), skip=BUILD_FILES)
             elif source.is_file():
-                target = workspace / dest / source.name if dest == "" or dest.endswith("/") else workspace / dest
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(source, target)
-        git_init(workspace)
+                name = PurePath(target, source.name) if target == "" or target.endswith("/") else PurePath(target)
+                dest.file(name, source)
 
     def check(self, workspace: Path, scratch: Path, runner: CheckRunner) -> CheckResult:
         work, tests, verifier = scratch / "work", scratch / "tests", scratch / "logs" / "verifier"
-        shutil.copytree(workspace, work, symlinks=True, ignore=shutil.ignore_patterns(".clover", ".git"))
-        copy_files(self.source / "tests", tests)
+        copy_work(workspace, work, leave_out=lambda path: path in (PurePath(".clover"), PurePath(".git")))
+        copy_tree(inside(self.source, "tests", "tests/"), Destination(tests))
         verifier.mkdir(parents=True)
         paths = {"/logs/verifier": str(verifier), "/tests": str(tests), self.workdir: str(work)}
-        for file in tests.rglob("*"):
-            _rewrite(file, paths)
+        for root, _, files in os.walk(tests):
+            for name in files:
+                _rewrite(Path(root) / name, paths)
         if self.check_timeout:
             runner = dataclasses.replace(runner, timeout=self.check_timeout)
         result = runner.run(f"bash {shlex.quote(str(tests / 'test.sh'))}", work, writable=(scratch,),
                             names={str(work): self.workdir, str(tests): "/tests", str(verifier): "/logs/verifier"},
                             env={"TEST_DIR": str(tests)})
-        reward = read_reward(verifier)
+        reward = read_reward(scratch)
         if reward is None:
             note = "the verifier wrote no reward (/logs/verifier/reward.txt or reward.json)"
             return dataclasses.replace(result, passed=False, output=f"{result.output}\n({note})".strip())
@@ -84,7 +88,7 @@ class HarborTask(Task):
 
 def _rewrite(file: Path, paths: dict[str, str]) -> None:
     """Absolute container paths in a verifier file -> the scratch folders that stand for them."""
-    if not file.is_file():
+    if file.is_symlink() or not file.is_file():
         return
     try:
         text = file.read_text(encoding="utf-8")
@@ -95,13 +99,14 @@ def _rewrite(file: Path, paths: dict[str, str]) -> None:
     file.write_text(text, encoding="utf-8")
 
 
-def read_reward(verifier: Path) -> float | None:
-    text_file, json_file = verifier / "reward.txt", verifier / "reward.json"
+def read_reward(scratch: Path) -> float | None:
+    """The reward the verifier wrote under `scratch`; a link leading out counts as none (the
+    verifier ran the model's code, which could point it at a host file)."""
     try:
-        if text_file.is_file():
-            return float(text_file.read_text(encoding="utf-8").strip())
-        if json_file.is_file():
-            data = json.loads(json_file.read_text(encoding="utf-8"))
+        if (text := read_plain(scratch, "logs/verifier/reward.txt")) is not None:
+            return float(text.strip())
+        if (text := read_plain(scratch, "logs/verifier/reward.json")) is not None:
+            data = json.loads(text)
             if isinstance(data, (int, float)):
                 return float(data)
             if isinstance(data, dict):
@@ -113,24 +118,30 @@ def read_reward(verifier: Path) -> float | None:
 
 
 def load_harbor_task(folder: Path) -> HarborTask:
-    instruction = (folder / "instruction.md").read_text(encoding="utf-8").strip()
+    instruction = (read_text(folder, "instruction.md", "instruction.md") or "").strip()
     if not instruction:
         raise TaskError("instruction.md is empty")
+    toml = read_text(folder, "task.toml", "task.toml")
+    if toml is None:
+        raise TaskError("no task.toml (a Harbor task has task.toml, instruction.md and tests/test.sh)")
     try:
-        config = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TaskError("no task.toml (a Harbor task has task.toml, instruction.md and tests/test.sh)") from None
+        config = tomllib.loads(toml)
     except tomllib.TOMLDecodeError as exc:
         raise TaskError(f"task.toml is not valid TOML: {exc}") from None
-    if not (folder / "tests" / "test.sh").is_file():
+    tests = inside(folder, "tests", "tests/")
+    if not (tests / "test.sh").is_file():
         raise TaskError("no tests/test.sh (the verifier that writes the reward)")
+    vet_tree(tests)
     environment = _section(config, "environment")
     if environment.get("docker_image"):
         raise NeedsDocker(f"runs in the image {environment['docker_image']}: needs Docker (run it with Harbor)")
-    env = folder / "environment"
+    env = inside(folder, "environment", "environment/")
     if (env / "docker-compose.yaml").is_file() or (env / "docker-compose.yml").is_file():
         raise NeedsDocker("its environment is a docker-compose setup: needs Docker (run it with Harbor)")
-    workdir, copies = _dockerfile(env / "Dockerfile")
+    workdir, copies = _dockerfile(env)
+    for src, target in copies:
+        if (source := inside(env, src, f"the Dockerfile's COPY source {src}")).is_dir():
+            vet_tree(source, PurePath(target), skip=BUILD_FILES)
     meta = _section(config, "metadata")
     family = str(meta.get("category") or "harbor")
     return HarborTask(folder, family, instruction, workdir, copies, _seconds(config, "agent"),
@@ -148,36 +159,55 @@ def _seconds(config: JSONObject, section: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
-def _dockerfile(path: Path) -> tuple[str, list[tuple[str, str]]]:
+def _dockerfile(env: Path) -> tuple[str, list[tuple[str, str]]]:
     """(WORKDIR, [(source under environment/, destination under the workspace)]); NeedsDocker
-    when building it takes more than copying files."""
-    if not path.is_file():
+    when building it takes more than copying files into the final WORKDIR, which the workspace
+    stands for; TaskError for a copy no build context allows or one into git metadata."""
+    text = read_text(env, "Dockerfile", "environment/Dockerfile") if env.is_dir() else None
+    if text is None:
         return DEFAULT_WORKDIR, []
-    workdir, copies = DEFAULT_WORKDIR, []
-    for line in _instructions(path.read_text(encoding="utf-8")):
+    workdir, placed = DEFAULT_WORKDIR, []
+    for line in _instructions(text):
         word, _, rest = line.partition(" ")
         word = word.upper()
         if word not in LOCAL_INSTRUCTIONS:
             raise NeedsDocker(f"environment/Dockerfile runs `{line[:80]}` at build time: needs Docker "
                               "(run it with Harbor)")
         if word == "WORKDIR":
-            workdir = str(PurePosixPath(workdir) / rest.strip())
+            workdir = posixpath.normpath(posixpath.join(workdir, rest.strip()))
         elif word in ("COPY", "ADD"):
-            args = [a for a in shlex.split(rest) if not a.startswith("--")]
-            if len(args) < 2 or any("://" in a for a in args):
-                raise NeedsDocker(f"environment/Dockerfile: `{line[:80]}` fetches or copies from elsewhere: "
-                                  "needs Docker (run it with Harbor)")
-            *sources, dest = args
-            target = PurePosixPath(workdir) / dest
-            try:
-                inside = target.relative_to(workdir)
-            except ValueError:
-                raise NeedsDocker(f"environment/Dockerfile copies into {target}, outside the WORKDIR "
-                                  f"{workdir}: needs Docker (run it with Harbor)") from None
-            for src in sources:
-                rel = str(inside) + ("/" if dest.endswith("/") or len(sources) > 1 else "")
-                copies.append((src, "" if rel in (".", "./") else rel))
-    return workdir, copies
+            placed += _copy(line, rest, workdir)
+    return workdir, [(src, _under(target, workdir, as_folder)) for src, target, as_folder in placed]
+
+
+def _copy(line: str, rest: str, workdir: str) -> list[tuple[str, str, bool]]:
+    """A COPY's (source, absolute destination with `..` folded, whether it names a folder)."""
+    words = shlex.split(rest)
+    args = [a for a in words if not a.startswith("--")]
+    if len(args) < 2 or any("://" in a for a in args) or any(w.startswith("--from") for w in words):
+        raise NeedsDocker(f"environment/Dockerfile: `{line[:80]}` fetches or copies from elsewhere: "
+                          "needs Docker (run it with Harbor)")
+    *sources, dest = args
+    for src in sources:
+        if PurePosixPath(src).is_absolute() or ".." in PurePosixPath(src).parts:
+            raise TaskError(f"environment/Dockerfile: `{line[:80]}` copies {src}, outside environment/ "
+                            "(a build copies only from its own folder)")
+    target = posixpath.normpath(posixpath.join(workdir, dest))
+    return [(src, target, dest.endswith("/") or len(sources) > 1) for src in sources]
+
+
+def _under(target: str, workdir: str, as_folder: bool) -> str:
+    """`target` relative to the WORKDIR ('' for itself, a '/' at the end for a folder)."""
+    try:
+        relative = PurePosixPath(target).relative_to(workdir)
+    except ValueError:
+        raise NeedsDocker(f"environment/Dockerfile copies into {target}, outside the WORKDIR "
+                          f"{workdir}: needs Docker (run it with Harbor)") from None
+    if reserved_path(Path(relative)) is not None:
+        raise TaskError(f"environment/Dockerfile copies into {target}: a task never supplies git metadata "
+                        "(a .git, in any spelling) or clover-code's own files (.clover/)")
+    rel = "" if relative == PurePosixPath(".") else str(relative)
+    return f"{rel}/" if rel and as_folder else rel
 
 
 def _instructions(text: str) -> list[str]:

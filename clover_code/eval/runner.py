@@ -30,7 +30,7 @@ from clover_code.eval.agent_run import Interrupted, ProcessBoard, TryFigures, ag
 from clover_code.eval.checks import CheckResult, CheckRunner
 from clover_code.eval.engines import EngineSpec, SpecError
 from clover_code.eval.results import ResultStore
-from clover_code.eval.tasks import GIT_IDENTITY, Task
+from clover_code.eval.tasks import GIT_IDENTITY, Task, TaskError
 from clover_code.jsonsafe import JSONObject
 
 
@@ -101,10 +101,11 @@ class Runner:
         workspace.mkdir()
         try:
             try:
-                task.prepare(workspace)
+                task.prepare(workspace, sandbox=self.options.sandbox)
             except Exception as exc:  # a task folder the loader let through but cannot be copied
+                why = str(exc) if isinstance(exc, TaskError) else f"{type(exc).__name__}: {exc}"
                 self._record(task, engine, group, 1, final=True, status="error",
-                             error=f"preparing the workspace failed: {type(exc).__name__}: {exc}")
+                             error=f"preparing the workspace failed: {why}")
                 return
             self._tries(task, engine, group, root, workspace)
         except Interrupted:
@@ -134,7 +135,7 @@ class Runner:
             if figures.timed_out:
                 self._record(task, engine, group, attempt, final=True, status="timeout", figures=figures)
                 return
-            check = task.check(workspace, Path(tempfile.mkdtemp(prefix=f"check{attempt}-", dir=root)), self.checker)
+            check = self._check(task, workspace, Path(tempfile.mkdtemp(prefix=f"check{attempt}-", dir=root)))
             (logs / f"try{attempt}.check.txt").write_text(check.output + "\n", encoding="utf-8")
             engine_failed = figures.exit_reason in ("engine_error", "bad_input") or figures.exit_code is None
             status = "passed" if check.passed else "error" if engine_failed or check.error else "failed"
@@ -145,6 +146,14 @@ class Runner:
             retry = task.retry_prompt(check)
             session = figures.session_id
             prompt = retry if session else f"{task.prompt()}\n\n{retry}"
+
+    def _check(self, task: Task, workspace: Path, scratch: Path) -> CheckResult:
+        """The task's check; one the model's work keeps from being set up (a link where the
+        pristine tests go) is an error of the try, not of the run."""
+        try:
+            return task.check(workspace, scratch, self.checker)
+        except (TaskError, OSError) as exc:
+            return CheckResult(False, "", 0.0, error=f"the check could not be set up: {exc}")
 
     def _record(self, task: Task, engine: EngineSpec, group: str, attempt: int, *, final: bool, status: str,
                 figures: TryFigures | None = None, check: CheckResult | None = None, error: str | None = None) -> None:

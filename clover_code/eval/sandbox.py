@@ -11,12 +11,12 @@ it (history included), so whatever the check writes never reaches the model's ne
 
 from __future__ import annotations
 
-import shutil
 import tomllib
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from clover_code.eval.checks import CheckResult, CheckRunner
-from clover_code.eval.tasks import Task, TaskError, copy_files, git_init
+from clover_code.eval.taskfiles import Destination, copy_tree, copy_work, inside, read_text, vet_tree
+from clover_code.eval.tasks import Task, TaskError
 
 
 class SandboxTask(Task):
@@ -34,29 +34,28 @@ class SandboxTask(Task):
                 f"The check was: {self.check_command.strip()}\n"
                 "Fix the work so that the check passes.")
 
-    def prepare(self, workspace: Path) -> None:
-        copy_files(self.source / "repo", workspace)
-        git_init(workspace)
+    def put_files(self, workspace: Path) -> None:
+        copy_tree(inside(self.source, "repo", "repo/"), Destination(workspace))
 
     def check(self, workspace: Path, scratch: Path, runner: CheckRunner) -> CheckResult:
         copy = scratch / self.source.name
-        shutil.copytree(workspace, copy, symlinks=True, ignore=shutil.ignore_patterns(".clover"))
+        copy_work(workspace, copy, leave_out=lambda path: path == PurePath(".clover"))
         return runner.run(self.check_command, copy, names={str(copy): "."})
 
 
 def load_sandbox_task(folder: Path) -> SandboxTask:
     try:
-        data = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TaskError(f"cannot read task.toml: {exc}") from None
+        data = tomllib.loads(read_text(folder, "task.toml", "task.toml") or "")
     except tomllib.TOMLDecodeError as exc:
         raise TaskError(f"task.toml is not valid TOML: {exc}") from None
     missing = [key for key in ("prompt", "check") if not isinstance(data.get(key), str) or not data[key].strip()]
     if missing:
         raise TaskError(f"task.toml has no {' or '.join(missing)} (a sandbox task needs a prompt and a "
                         "check command)")
-    if not (folder / "repo").is_dir():
+    repo = inside(folder, "repo", "repo/")
+    if not repo.is_dir():
         raise TaskError("no repo/ folder (the project the model works on)")
+    vet_tree(repo)
     family = given if isinstance(given := data.get("family"), str) else "sandbox"
     title = named if isinstance(named := data.get("title"), str) else None
     return SandboxTask(folder, family, data["prompt"].strip(), data["check"], title)

@@ -1,20 +1,20 @@
-"""What every task format shares: the Task interface, problems found in task folders, and
-the workspace helpers (writable copies, a fresh git repository). discover.py finds tasks."""
+"""What every task format shares: the Task interface, problems found in task folders, and the
+fresh git repository a workspace starts as. discover.py finds tasks; taskfiles.py reads and
+copies a task's files, as the untrusted input they are."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import stat
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from clover_code.eval.checks import CheckResult, CheckRunner
+from clover_code.tools.errors import ToolError
+from clover_code.tools.sandbox.gitrun import Git
 
 Format = Literal["sandbox", "exercism", "harbor"]
-# What a try's workspace never gets from a task's files, whatever the format.
+# What a try's workspace never gets from a task's files, whatever the format (besides what no
+# write may create: taskfiles.py leaves out a `.git` in every spelling and a top `.clover/`).
 ALWAYS_SKIPPED = ("__pycache__", ".pytest_cache", ".git")
 GIT_IDENTITY = {"GIT_AUTHOR_NAME": "clover-eval", "GIT_AUTHOR_EMAIL": "eval@clover-code.invalid",
                 "GIT_COMMITTER_NAME": "clover-eval", "GIT_COMMITTER_EMAIL": "eval@clover-code.invalid"}
@@ -53,8 +53,14 @@ class Task:
     def retry_prompt(self, failed: CheckResult) -> str:
         raise NotImplementedError
 
-    def prepare(self, workspace: Path) -> None:
-        """Put what the model may see into the empty folder `workspace`."""
+    def prepare(self, workspace: Path, *, sandbox: bool = True) -> None:
+        """Put what the model may see into the empty folder `workspace`: the task's files, in a
+        fresh repository of one commit made by the sandboxed git (`sandbox` off: git runs bare)."""
+        self.put_files(workspace)
+        git_init(workspace, sandbox=sandbox)
+
+    def put_files(self, workspace: Path) -> None:
+        """The task's files into the empty folder `workspace` (through taskfiles.py)."""
         raise NotImplementedError
 
     def check(self, workspace: Path, scratch: Path, runner: CheckRunner) -> CheckResult:
@@ -68,44 +74,17 @@ class NeedsDocker(TaskError):
 
 # ---------------------------------------------------------------- workspace helpers
 
-def copy_files(source: Path, dest: Path, names: list[str] | None = None, skip: tuple[str, ...] = ()) -> None:
-    """Copy `names` (relative paths; None: everything) from `source` into `dest`, writable
-    whatever the source's modes (shared task folders are often read-only)."""
-    ignore = shutil.ignore_patterns(*ALWAYS_SKIPPED, *skip)
-    if names is None:
-        shutil.copytree(source, dest, ignore=ignore, dirs_exist_ok=True, copy_function=shutil.copyfile)
-    else:
-        for name in names:
-            src, dst = source / name, dest / name
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            if src.is_dir():
-                shutil.copytree(src, dst, ignore=ignore, dirs_exist_ok=True, copy_function=shutil.copyfile)
-            else:
-                shutil.copyfile(src, dst)
-    _make_writable(dest)
-
-
-def _make_writable(folder: Path) -> None:
-    for root, dirs, files in os.walk(folder):
-        for name in dirs + files:
-            path = Path(root) / name
-            if not path.is_symlink():
-                path.chmod(path.stat().st_mode | stat.S_IWUSR | (stat.S_IXUSR if path.is_dir() else 0))
-
-
-def git_init(repo: Path) -> None:
+def git_init(repo: Path, *, sandbox: bool = True) -> None:
     """Make `repo` a git repository whose one commit holds its files (the agent's git tools,
-    undo checkpoints and a task's `git diff` against the start all need one)."""
-    env = {**os.environ, **GIT_IDENTITY}
-    for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"],
-                ["git", "commit", "-q", "--no-verify", "--allow-empty", "-m", "task as given"]):
-        subprocess.run(cmd, cwd=repo, check=True, env=env, capture_output=True)
-
-
-def workspace_files(workspace: Path) -> list[str]:
-    """The files of a workspace that are the model's work (not .git, .clover or caches)."""
-    found = []
-    for root, dirs, files in os.walk(workspace):
-        dirs[:] = [d for d in dirs if d not in (".git", ".clover", *ALWAYS_SKIPPED)]
-        found += [str((Path(root) / f).relative_to(workspace)) for f in files]
-    return sorted(found)
+    undo checkpoints and a task's `git diff` against the start all need one). The sandboxed
+    runner makes it: the files are the task's, and git runs what a work tree's attributes
+    name. The identity goes as `-c` options: the runner passes no GIT_* variable through."""
+    git = Git(repo, sandbox=sandbox)
+    identity = ("-c", f"user.name={GIT_IDENTITY['GIT_AUTHOR_NAME']}",
+                "-c", f"user.email={GIT_IDENTITY['GIT_AUTHOR_EMAIL']}")
+    try:
+        for args in (("init", "-q", "-b", "main"), ("add", "-A"),
+                     (*identity, "commit", "-q", "--no-verify", "--allow-empty", "-m", "task as given")):
+            git.run(*args, writable=(repo,))
+    except ToolError as exc:
+        raise TaskError(f"cannot make the workspace's repository: {exc}") from None

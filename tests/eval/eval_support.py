@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from clover_code.eval.tasks import ALWAYS_SKIPPED
 from tests.replies import tool_call, write_replies
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,6 +57,15 @@ def giving_up_engine(path: Path) -> Path:
         "Let me see what I have.\n" + tool_call("run_shell", command=LIST_WORKSPACE),
         "I could not work out how to do this.",
     ])
+
+
+def workspace_files(workspace: Path) -> list[str]:
+    """The files of a workspace that are the model's work (not .git, .clover or caches)."""
+    found = []
+    for root, dirs, files in os.walk(workspace):
+        dirs[:] = [d for d in dirs if d not in (".git", ".clover", *ALWAYS_SKIPPED)]
+        found += [str((Path(root) / f).relative_to(workspace)) for f in files]
+    return sorted(found)
 
 
 def eval_env(tmp: Path) -> dict[str, str]:
