@@ -15,6 +15,7 @@ from pathlib import Path
 
 from clover_code.jsonsafe import JSON, JSONObject
 from clover_code.settings import APPROVAL_MODES, INHERIT_ENV, ConfigError, Settings
+from clover_code.tools.sandbox.own_dirs import config_dir
 
 __all__ = ["ENV_VARS", "PROJECT_KEYS", "ConfigError", "Settings", "env_setting", "load_settings", "project_config_path",
            "user_config_path"]
@@ -93,8 +94,7 @@ def _check(key: str, value: JSON, source: str) -> None:
 
 
 def user_config_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "clover-code" / "config.toml"
+    return config_dir() / "config.toml"
 
 
 def project_config_path(cwd: Path) -> Path:

@@ -11,12 +11,13 @@ import time
 import traceback
 from pathlib import Path
 
+from clover_code.tools.sandbox.own_dirs import state_dir
+
 MAX_LOG_BYTES = 256_000  # the older half is dropped past this: the log is for the latest bugs
 
 
 def errors_log() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "clover-code" / "errors.log"
+    return state_dir() / "errors.log"
 
 
 def keep_traceback(exc: BaseException) -> str | None:

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from clover_code.tools import ToolError
 from clover_code.tools.sandbox.bwrap import SHELL, command_env, confined_argv
-from clover_code.tools.sandbox.limits import kill_group
+from clover_code.tools.sandbox.limits import CommandLimits, kill_group
 from clover_code.tools.sandbox.policy import SandboxPolicy
+from clover_code.tools.sandbox.seccomp import SocketFilter
 
 OUTPUT_LIMIT = 6000  # characters of check output kept (its end: where test runners summarize)
 TIMING = re.compile(r"\bin \d+(\.\d+)?s\b")
@@ -47,27 +48,43 @@ class CheckRunner:
         """`bash -c command` in `cwd` (writable, with `writable`); `names`: paths to replace in the output."""
         argv = [SHELL, "-c", command]
         start = time.perf_counter()
-        try:
-            if self.sandbox:
-                argv = confined_argv(argv, cwd=cwd, writable=(cwd, *writable), read_only=(), policy=self.policy)
-        except ToolError as exc:
-            return CheckResult(False, "", 0.0, error=f"the check cannot run sandboxed: {exc}")
-        full_env = {**check_env(self.policy, self.sandbox), **(env or {})}
-        proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            raw, _ = proc.communicate(timeout=self.timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            kill_group(proc.pid)
-            raw, _ = proc.communicate()
-            timed_out = True
+        with SocketFilter() as socket_filter:
+            try:
+                if self.sandbox:
+                    argv = confined_argv(argv, cwd=cwd, writable=(cwd, *writable), read_only=(), policy=self.policy,
+                                         socket_filter=socket_filter)
+            except ToolError as exc:
+                return CheckResult(False, "", 0.0, error=f"the check cannot run sandboxed: {exc}")
+            full_env = {**check_env(self.policy, self.sandbox), **(env or {})}
+            raw, timed_out, code = self._execute(argv, cwd, full_env, socket_filter.pass_fds)
         seconds = time.perf_counter() - start
         text = clean(raw.decode("utf-8", "replace"), {str(cwd): ".", **(names or {})})
         if timed_out:
             text += f"\n(the check was stopped after {self.timeout:g} s)"
-        return CheckResult(proc.returncode == 0 and not timed_out, text, round(seconds, 3),
-                           None if timed_out else proc.returncode, timed_out)
+        return CheckResult(code == 0 and not timed_out, text, round(seconds, 3),
+                           None if timed_out else code, timed_out)
+
+    def _execute(self, argv: list[str], cwd: Path, env: dict[str, str],
+                 pass_fds: tuple[int, ...]) -> tuple[bytes, bool, int]:
+        """The output, whether it timed out, the exit code; sandboxed, held to the policy's limits."""
+        limits = CommandLimits(self.policy.max_processes, self.policy.memory_mb) if self.sandbox else None
+        try:
+            proc = subprocess.Popen(limits.wrap(argv) if limits else argv, cwd=cwd, env=env, pass_fds=pass_fds,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            if limits:
+                limits.start(proc.pid)
+            try:
+                raw, _ = proc.communicate(timeout=self.timeout)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                kill_group(proc.pid)
+                raw, _ = proc.communicate()
+                timed_out = True
+        finally:
+            if limits:
+                limits.close()
+        return raw, timed_out, proc.returncode
 
 
 def check_env(policy: SandboxPolicy, sandbox: bool) -> dict[str, str]:

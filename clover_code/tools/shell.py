@@ -17,7 +17,9 @@ from pydantic import BaseModel, Field
 
 from clover_code.tools import ToolContext, ToolError, ToolResult
 from clover_code.tools.sandbox.bwrap import command_env, shell_argv
-from clover_code.tools.sandbox.limits import ProcessLimit, kill_group, limit_note, memory_note
+from clover_code.tools.sandbox.limits import CommandLimits, kill_group, limit_note
+from clover_code.tools.sandbox.policy import SandboxPolicy
+from clover_code.tools.sandbox.seccomp import SocketFilter
 
 HEAD_BYTES = 16_000  # kept from the start of the output
 TAIL_BYTES = 16_000  # kept from its end
@@ -82,6 +84,7 @@ class Outcome:
     cut_bytes: int
     over_process_limit: bool = False
     killed_at_limit: bool = False
+    memory_note: str | None = None  # the command ran into the sandbox's memory limit
 
 
 
@@ -94,27 +97,30 @@ async def _drain(stream: asyncio.StreamReader, cap: OutputCap, on_output: Callab
 
 
 async def run_command(argv: list[str], cwd: Path, env: dict[str, str], timeout: float,
-                      max_processes: int | None = None,
-                      on_output: Callable[[str], None] | None = None) -> Outcome:
+                      limits: SandboxPolicy | None = None, on_output: Callable[[str], None] | None = None,
+                      pass_fds: tuple[int, ...] = ()) -> Outcome:
     """Run argv with stdout+stderr merged; kill its process group on timeout or cancellation.
     `on_output` gets the output as it is read (all of it, whatever the cap keeps).
-    With `max_processes`, argv is a sandbox held to that many tasks (tools/sandbox/limits.py)."""
-    limit = ProcessLimit(max_processes) if max_processes else None
+    With `limits`, argv is a sandbox held to its processes and memory (tools/sandbox/limits.py);
+    `pass_fds` are inherited (the sandbox's seccomp filter)."""
+    limit = CommandLimits(limits.max_processes, limits.memory_mb) if limits else None
     try:
-        outcome = await _run(limit.wrap(argv) if limit else argv, cwd, env, timeout, limit, on_output)
+        outcome = await _run(limit.wrap(argv) if limit else argv, cwd, env, timeout, limit, on_output, pass_fds)
     finally:
         if limit:
             limit.close()
     if limit and limit.hit(outcome.output):
         outcome.over_process_limit, outcome.killed_at_limit = True, limit.killed
+    if limit:
+        outcome.memory_note = limit.memory_note(outcome.output)
     return outcome
 
 
-async def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float,
-               limit: ProcessLimit | None, on_output: Callable[[str], None] | None) -> Outcome:
+async def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float, limit: CommandLimits | None,
+               on_output: Callable[[str], None] | None, pass_fds: tuple[int, ...]) -> Outcome:
     proc = await asyncio.create_subprocess_exec(
         *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+        stderr=asyncio.subprocess.STDOUT, start_new_session=True, pass_fds=pass_fds,
     )
     if limit:
         limit.start(proc.pid)
@@ -148,7 +154,7 @@ def _status_line(outcome: Outcome, timeout: float, ctx: ToolContext) -> str:
         return f"[timed out after {timeout:g} s: the command and all its children were killed]"
     code = outcome.exit_code
     status = f"[killed by signal {-code}]" if code is not None and code < 0 else f"[exit code {code}]"
-    note = memory_note(outcome.output, ctx.policy.memory_mb) if ctx.sandbox else None
+    note = outcome.memory_note
     if outcome.over_process_limit:
         note = limit_note(ctx.policy.max_processes, killed=False)
     return f"{note}\n{status}" if note else status
@@ -176,15 +182,15 @@ class RunShell:
         if not cwd.is_dir():
             raise ToolError(f"cwd {args.cwd!r} is not a directory in the workspace")
         limit = min(args.timeout or ctx.shell_timeout, ctx.shell_timeout)
-        argv = shell_argv(workspace.root, cwd, args.command, ctx.sandbox, ctx.policy)
-        if ctx.checkpoints is not None:  # shell commands change files too: keep undo possible
-            try:
-                await asyncio.to_thread(ctx.checkpoints.ensure)
-            except ToolError as exc:
-                raise ToolError(f"{exc}; the command was not run, as it could not be undone") from None
-        max_processes = ctx.policy.max_processes if ctx.sandbox else None
-        outcome = await run_command(argv, cwd, command_env(ctx.policy, ctx.sandbox), limit, max_processes,
-                                    ctx.on_output)
+        with SocketFilter() as socket_filter:
+            argv = shell_argv(workspace.root, cwd, args.command, ctx.sandbox, ctx.policy, socket_filter)
+            if ctx.checkpoints is not None:  # shell commands change files too: keep undo possible
+                try:
+                    await asyncio.to_thread(ctx.checkpoints.ensure)
+                except ToolError as exc:
+                    raise ToolError(f"{exc}; the command was not run, as it could not be undone") from None
+            outcome = await run_command(argv, cwd, command_env(ctx.policy, ctx.sandbox), limit,
+                                        ctx.policy if ctx.sandbox else None, ctx.on_output, socket_filter.pass_fds)
         status = _status_line(outcome, limit, ctx)
         body = outcome.output if outcome.output.strip() else "(no output)\n"
         text = body if body.endswith("\n") else body + "\n"

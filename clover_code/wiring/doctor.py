@@ -48,7 +48,6 @@ class Check:
 
 def check_sandbox(settings: Settings) -> Check:
     from clover_code.tools.sandbox.bwrap import bwrap_binary, bwrap_problem, removed_secrets
-    from clover_code.tools.sandbox.limits import mechanism
 
     found = bwrap_binary()
     if found is None:
@@ -62,14 +61,35 @@ def check_sandbox(settings: Settings) -> Check:
         return Check("sandbox", "fail", f"{where}: cannot build a sandbox", (problem, path), fix=_userns_fix())
     policy = _policy(settings)
     withheld = len(removed_secrets(policy))
-    details = (path, f"limits: {policy.max_processes} processes and threads, {policy.memory_mb:,} MiB each",
-               f"  (process count: {mechanism()})",
-               f"hidden: host sockets, {len(policy.deny_read)} credential paths; no network",
+    details = (path, *_sandbox_limits(policy),
+               f"hidden: {len(policy.deny_read)} credential paths, clover-code's own folders; no network",
+               _unix_sockets(),
                f"environment: inherit_env = {policy.inherit_env}; {withheld} secret variables withheld")
     if not settings.sandbox:
         return Check("sandbox", "warn", f"{where} works, but your config turns it off", details,
                      fix="remove `sandbox = false` from your config (full-auto sandboxes anyway)")
     return Check("sandbox", "ok", f"{where}; user namespaces work", details)
+
+
+def _sandbox_limits(policy: SandboxPolicy) -> tuple[str, ...]:
+    """The limits of one command, and which mechanism holds each on this machine."""
+    from clover_code.tools.sandbox.bwrap import tmpfs_capped
+    from clover_code.tools.sandbox.limits import mechanism, memory_mechanism
+
+    tmp = (f"/tmp and /dev/shm hold {policy.memory_mb:,} MiB each" if tmpfs_capped()
+           else "/tmp and /dev/shm unsized (this bwrap is older than 0.10: no --size)")
+    return (f"limits: {policy.max_processes} processes and threads at once, {policy.memory_mb:,} MiB of memory",
+            f"  processes: {mechanism()}", f"  memory: {memory_mechanism()}", f"  {tmp}")
+
+
+def _unix_sockets() -> str:
+    """What keeps commands off host unix sockets here."""
+    from clover_code.tools.sandbox.bwrap import socket_filter_problem
+
+    problem = socket_filter_problem()
+    if problem is None:
+        return "unix sockets: commands may not make one (seccomp filter): host sockets out of reach"
+    return f"unix sockets: only those under /run and the runtime dir hidden ({problem})"
 
 
 def _userns_fix() -> str:

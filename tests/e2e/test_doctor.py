@@ -29,7 +29,8 @@ def no_bundled_bwrap(tmp_path: Path) -> str:
 def test_a_working_machine_exits_0(cli, git_repo: Path, tmp_path: Path):
     proc = cli("doctor", "--cwd", str(git_repo), env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    for words in ("✓ sandbox", "user namespaces work", "✓ git", "✓ ripgrep", "embedded: clover-demo",
+    for words in ("✓ sandbox", "user namespaces work", "processes: ", "memory: ", "unix sockets: ",
+                  "✓ git", "✓ ripgrep", "embedded: clover-demo",
                   "the shipped demo model", "tokens (config.json", "CPU cores", "Everything"):
         assert words in proc.stdout
 

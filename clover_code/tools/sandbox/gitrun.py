@@ -21,8 +21,9 @@ from pathlib import Path
 
 from clover_code.tools.errors import ToolError
 from clover_code.tools.sandbox.bwrap import command_env, confined_argv, protected_inside
-from clover_code.tools.sandbox.limits import ProcessLimit, kill_group, limit_note
+from clover_code.tools.sandbox.limits import CommandLimits, kill_group, limit_note
 from clover_code.tools.sandbox.policy import SandboxPolicy
+from clover_code.tools.sandbox.seccomp import SocketFilter
 
 # No fsmonitor daemon, no colour or quoting in what the model reads; commits are unsigned,
 # as the sandbox hides the signing keys.
@@ -105,12 +106,13 @@ class Git:
         cwd = cwd or self.root
         argv = ["git", *SAFE_CONFIG, *args]
         full_env = {**self._env(), **(env or {})}
-        if self.sandbox:
-            writable = _outermost((self.root, *writable))
-            read_only = (*protected_inside(self.root, (".clover",)), *read_only)  # settings, logs
-            argv = confined_argv(argv, cwd=cwd, writable=writable, read_only=read_only,
-                                 visible=_outermost(visible), policy=self.policy)
-        result = self._execute(argv, cwd, full_env, input, timeout)
+        with SocketFilter() as socket_filter:
+            if self.sandbox:
+                writable = _outermost((self.root, *writable))
+                read_only = (*protected_inside(self.root, (".clover",)), *read_only)  # settings, logs
+                argv = confined_argv(argv, cwd=cwd, writable=writable, read_only=read_only,
+                                     visible=_outermost(visible), policy=self.policy, socket_filter=socket_filter)
+            result = self._execute(argv, cwd, full_env, input, timeout, socket_filter.pass_fds)
         if check and result.code != 0:
             raise ToolError(f"git {args[0]} failed: {(result.err or result.out).strip()}")
         return result
@@ -121,18 +123,21 @@ class Git:
         return {**env, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
 
     def _execute(self, argv: list[str], cwd: Path, env: dict[str, str], input: str | None,
-                 timeout: float) -> GitResult:
-        limit = ProcessLimit(self.policy.max_processes) if self.sandbox else None
+                 timeout: float, pass_fds: tuple[int, ...]) -> GitResult:
+        if not self.sandbox:
+            return self._communicate(argv, cwd, env, input, timeout, None, pass_fds)
+        limit = CommandLimits(self.policy.max_processes, self.policy.memory_mb)
         try:
-            return self._communicate(limit.wrap(argv) if limit else argv, cwd, env, input, timeout, limit)
+            result = self._communicate(limit.wrap(argv), cwd, env, input, timeout, limit, pass_fds)
         finally:
-            if limit:
-                limit.close()
+            limit.close()
+        note = limit.memory_note(result.err)
+        return GitResult(result.code, result.out, f"{result.err}\n{note}") if note else result
 
     def _communicate(self, argv: list[str], cwd: Path, env: dict[str, str], input: str | None,
-                     timeout: float, limit: ProcessLimit | None) -> GitResult:
+                     timeout: float, limit: CommandLimits | None, pass_fds: tuple[int, ...]) -> GitResult:
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, env=env, text=True, errors="replace",
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, text=True, errors="replace", pass_fds=pass_fds,
                                     stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         except OSError as exc:

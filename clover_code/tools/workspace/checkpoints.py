@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Literal, overload
 
 from clover_code.tools.errors import ToolError
+from clover_code.tools.sandbox import own_dirs
 from clover_code.tools.sandbox.gitrun import Git
 from clover_code.tools.workspace import reserved_path
 from clover_code.tools.workspace.live_sessions import LiveSession, LiveSessions
@@ -65,7 +66,7 @@ class CheckpointError(ToolError):
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "clover-code"
+    return own_dirs.cache_dir()
 
 
 class Checkpoints:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from clover_code.tools.sandbox import own_dirs
+
 try:
     import fcntl
 except ImportError:  # no flock (Windows): nobody else is ever seen, as before
@@ -25,7 +27,7 @@ except ImportError:  # no flock (Windows): nobody else is ever seen, as before
 
 
 def default_state_dir() -> Path:
-    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "clover-code"
+    return own_dirs.state_dir()
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from clover_code.tools.sandbox.own_dirs import state_dir
+
 MAX_ENTRIES = 2_000  # kept; the file is rewritten down to this when it grows past 1.5x
 MAX_PROMPT_CHARS = 20_000  # a larger prompt (a huge paste) is not worth replaying
 
 
 def default_path() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "clover-code" / "history.jsonl"
+    return state_dir() / "history.jsonl"
 
 
 @dataclass(frozen=True)
