@@ -81,9 +81,17 @@ def serve_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="checkpoint folder (or CLOVER_MODEL)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--api-key", help="required bearer token (or CLOVER_API_KEY); "
+    p.add_argument("--api-key", help="bearer token clients must send (or CLOVER_SERVE_API_KEY, or serve_api_key "
+                   "in your config; never CLOVER_API_KEY, the key clover-code sends to others); "
                    "mandatory on a non-loopback address")
     p.add_argument("--max-queue", type=int, default=16, help="queued requests before 429")
+    p.add_argument("--max-connections", type=int, default=256,
+                   help="open connections at once; past it the one waiting longest for its headers is closed "
+                   "(default 256)")
+    p.add_argument("--header-timeout", type=float, default=10.0,
+                   help="seconds a connection may wait before sending a request's headers (default 10)")
+    p.add_argument("--body-timeout", type=float, default=60.0,
+                   help="seconds for a request's body once its headers are in (default 60)")
     p.add_argument("--threshold", type=float)
     p.add_argument("--block-size", type=int)
     p.add_argument("--no-scaffold", dest="scaffold", action="store_false", default=None,

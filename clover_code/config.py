@@ -24,6 +24,9 @@ __all__ = ["ENV_VARS", "PROJECT_KEYS", "ConfigError", "Settings", "env_setting",
 ENV_VARS = {
     "endpoint": ("CLOVER_ENDPOINT", "OPENAI_BASE_URL"),
     "api_key": ("CLOVER_API_KEY", "OPENAI_API_KEY"),
+    # The key `clover-code serve` requires of its clients: never the one above, which this user
+    # sends to other servers (a user who exports it for their client would serve behind it unawares).
+    "serve_api_key": ("CLOVER_SERVE_API_KEY",),
     "model": ("CLOVER_MODEL",),
     "approval": ("CLOVER_APPROVAL",),
 }
@@ -58,6 +61,7 @@ _CHECKS: dict[str, tuple[Callable[[JSON], bool], str]] = {
     "model": (lambda v: isinstance(v, str), "a string"),
     "endpoint": (lambda v: isinstance(v, str), "a URL string"),
     "api_key": (lambda v: isinstance(v, str), "a string"),
+    "serve_api_key": (lambda v: isinstance(v, str), "a string"),
     "approval": (lambda v: v in APPROVAL_MODES, "an approval mode: " + ", ".join(APPROVAL_MODES)),
     "max_turns": (lambda v: _is_int(v) and v >= 1, "a whole number, 1 or more"),
     "max_tokens": (lambda v: _is_int(v) and v >= 1, "a whole number, 1 or more"),
@@ -86,7 +90,7 @@ _CHECKS: dict[str, tuple[Callable[[JSON], bool], str]] = {
 def _check(key: str, value: JSON, source: str) -> None:
     accepts, wanted = _CHECKS[key]
     if not accepts(value):
-        shown = "(hidden)" if key == "api_key" else repr(value)  # a key of the wrong type is still a key
+        shown = "(hidden)" if key.endswith("api_key") else repr(value)  # a key of the wrong type is still a key
         raise ConfigError(f"{source}: {key} = {shown} is not valid; it must be {wanted}")
 
 

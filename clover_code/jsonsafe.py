@@ -64,6 +64,26 @@ def lone_surrogate(text: str) -> str | None:
     return found.group() if found else None
 
 
+def find_lone_surrogate(value: JSON, path: str = "") -> tuple[str, str] | None:
+    """Where a decoded JSON value holds a lone surrogate, in a string or an object's key:
+    (its path, e.g. `messages[0].content`, surrogates in it escaped; the surrogate), or None."""
+    if isinstance(value, str):
+        found = lone_surrogate(value)
+        return (path, found) if found else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(key, int):
+            where = f"{path}[{key}]"
+        else:
+            shown = _SURROGATE.sub(lambda m: escape_char(m.group()), key)
+            where = f"{path}.{shown}" if path else shown
+            if found := lone_surrogate(key):
+                return where, found
+        if hit := find_lone_surrogate(item, where):
+            return hit
+    return None
+
+
 def escape_char(ch: str) -> str:
     return f"\\u{ord(ch):04x}"
 

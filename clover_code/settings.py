@@ -27,6 +27,7 @@ class Settings:
     model: str | None = None  # checkpoint folder (embedded) or model name (remote)
     endpoint: str | None = None  # OpenAI-compatible base URL
     api_key: str | None = field(default=None, repr=False)
+    serve_api_key: str | None = field(default=None, repr=False)  # what `serve`'s clients must send
     approval: ApprovalMode = "ask"
     max_turns: int = 50
     max_tokens: int = 4096

@@ -7,6 +7,11 @@ GET /v1/models (with the context window), GET /health.
 One generation runs at a time; requests wait their turn in arrival order, and a full
 queue answers 429 with Retry-After. A client that goes away cancels its generation:
 every wait on the engine races the connection's disconnect message.
+
+Whatever a client sends is answered in OpenAI's error shape, never a traceback: a body that
+is slow (408), too big (413), not JSON, holding a lone surrogate (which no tokenizer takes)
+or a prompt the context window cannot hold (400). Connections themselves (header deadline,
+cap) are held by engine/http_guard.py, under uvicorn.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
@@ -49,6 +54,7 @@ from clover_code.jsonsafe import JSON, JSONObject
 
 log = logging.getLogger("clover_code.server")
 MAX_BODY_BYTES = 16 * 1024 * 1024
+BODY_TIMEOUT = 60.0  # seconds for a whole request body, once its headers are in
 T = TypeVar("T")
 
 
@@ -146,11 +152,17 @@ def _error(status: int, message: str, type: str = "invalid_request_error", code:
     return JSONResponse(error_body(message, type, code=code), status_code=status, headers=headers)
 
 
+def _refused(exc: WireError) -> JSONResponse:
+    # 408 and 413 leave part of the body unread: close rather than read on for the next request.
+    headers = {"Connection": "close"} if exc.status in (408, 413) else None
+    return JSONResponse(exc.body(), status_code=exc.status, headers=headers)
+
+
 class Reply:
     """Blocks from the engine -> visible text and OpenAI tool_calls, block by block."""
 
-    def __init__(self, call: ChatCall, engine: Engine):
-        self.call, self.engine = call, engine
+    def __init__(self, call: ChatCall, engine: Engine, prompt_tokens: int):
+        self.call, self.engine, self.prompt_tokens = call, engine, prompt_tokens
         self.parser = ToolCallParser(call.request.tools) if call.request.tools else None
         self.calls: list[JSONObject] = []
         self.completion_tokens = 0
@@ -179,19 +191,18 @@ class Reply:
         reason = block.finish or "stop"
         if self.calls and reason == "stop":
             reason = "tool_calls"
-        prompt = block.prompt_tokens if block.prompt_tokens is not None else \
-            self.engine.count_tokens(self.call.request)
+        prompt = block.prompt_tokens if block.prompt_tokens is not None else self.prompt_tokens
         cached = block.prompt_reused if block.prompt_tokens is not None else None
         return reason, usage_json(prompt, self.completion_tokens, cached)
 
 
 class Server:
     def __init__(self, engine: Engine, *, api_key: str | None, max_queue: int, model_name: str,
-                 max_body_bytes: int):
+                 max_body_bytes: int, body_timeout: float):
         self.engine, self.model_name = engine, model_name
         self._api_key = api_key
         self.gate = Gate(max_queue)
-        self.max_body_bytes = max_body_bytes
+        self.max_body_bytes, self.body_timeout = max_body_bytes, body_timeout
 
     def _refusal(self, request: Request) -> Response | None:
         """Why this request may not use the model, or None."""
@@ -225,29 +236,63 @@ class Server:
         # this server never grants), so a browser tab cannot drive a local server.
         if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
             raise WireError("send the request body as JSON with 'Content-Type: application/json'", status=415)
+        try:
+            body = jsonsafe.loads(await self._read(request))  # never RecursionError
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise WireError(f"the request body is not valid JSON: {exc}") from None
+        # A lone surrogate is valid JSON and a valid Python str, but no tokenizer takes it.
+        if hit := jsonsafe.find_lone_surrogate(body):
+            where, surrogate = hit
+            raise WireError(f"invalid Unicode in {where or 'the request body'}: a lone surrogate "
+                            f"({jsonsafe.escape_char(surrogate)}, half of a UTF-16 pair); escape both halves "
+                            "of the pair, or send the character itself as UTF-8", param=where or None)
+        return body
+
+    async def _read(self, request: Request) -> bytearray:
+        """The raw body: at most max_body_bytes (else 413), whole within body_timeout (else 408)."""
         declared = request.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > self.max_body_bytes:
             raise WireError(f"request body over {self.max_body_bytes} bytes", status=413)
         raw = bytearray()
-        async for part in request.stream():
-            raw += part
-            if len(raw) > self.max_body_bytes:
-                raise WireError(f"request body over {self.max_body_bytes} bytes", status=413)
         try:
-            return jsonsafe.loads(raw)  # never RecursionError
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise WireError(f"the request body is not valid JSON: {exc}") from None
+            async with asyncio.timeout(self.body_timeout):
+                async for part in request.stream():
+                    raw += part
+                    if len(raw) > self.max_body_bytes:
+                        raise WireError(f"request body over {self.max_body_bytes} bytes", status=413)
+        except TimeoutError:
+            raise WireError(f"the request body did not arrive within {self.body_timeout:g} s", status=408,
+                            code="request_timeout") from None
+        except ClientDisconnect:
+            raise ClientGone() from None
+        return raw
+
+    def _prompt_tokens(self, call: ChatCall) -> int:
+        """The prompt's length in tokens, refused (WireError) when it leaves no room for a reply."""
+        try:
+            tokens = self.engine.count_tokens(call.request)
+        except EngineError as exc:  # e.g. the chat template refuses these messages
+            raise WireError(str(exc), param="messages") from None
+        window = self.engine.info.context_window
+        if tokens >= window:  # worded as OpenAI does, so clients (RemoteEngine too) read both numbers
+            raise WireError(f"This model's maximum context length is {window} tokens (prompt plus reply); "
+                            f"this request has {tokens} input tokens, which leaves no room for a reply: "
+                            "shorten the conversation", param="messages", code="context_length_exceeded")
+        return tokens
 
     async def chat(self, request: Request) -> Response:
         if refusal := self._refusal(request):
             return refusal
         try:
             call = parse_chat(await self._body(request), max_tokens_limit=self.engine.info.context_window)
+            if call.model not in (None, self.model_name, self.engine.info.model):
+                raise WireError(f"model {call.model!r} not found; this server serves {self.model_name!r}",
+                                status=404, code="model_not_found")
+            prompt_tokens = self._prompt_tokens(call)
         except WireError as exc:
-            return JSONResponse(exc.body(), status_code=exc.status)
-        if call.model not in (None, self.model_name, self.engine.info.model):
-            return _error(404, f"model {call.model!r} not found; this server serves {self.model_name!r}",
-                          code="model_not_found")
+            return _refused(exc)
+        except ClientGone:
+            return Response(status_code=499)
         if not self.gate.admit():
             return _error(429, f"the server is busy ({self.gate.waiting} requests queued); retry later",
                           "rate_limit_error", headers={"Retry-After": str(self.gate.retry_after())})
@@ -259,17 +304,17 @@ class Server:
         except ClientGone:
             return Response(status_code=499)
         if call.stream:
-            return EventStream(self._events(call), on_close=self.gate.leave)
+            return EventStream(self._events(call, prompt_tokens), on_close=self.gate.leave)
         try:
-            return await race_disconnect(request.receive, self._complete(call))
+            return await race_disconnect(request.receive, self._complete(call, prompt_tokens))
         except ClientGone:
             log.info("client went away; generation cancelled")
             return Response(status_code=499)
         finally:
             self.gate.leave()
 
-    async def _events(self, call: ChatCall) -> AsyncGenerator[bytes, None]:
-        cid, created, reply = completion_id(), int(time.time()), Reply(call, self.engine)
+    async def _events(self, call: ChatCall, prompt_tokens: int) -> AsyncGenerator[bytes, None]:
+        cid, created, reply = completion_id(), int(time.time()), Reply(call, self.engine, prompt_tokens)
         blocks = self.engine.stream(call.request)
         try:
             block = None
@@ -289,8 +334,8 @@ class Server:
         finally:
             await blocks.aclose()
 
-    async def _complete(self, call: ChatCall) -> Response:
-        reply, blocks, texts = Reply(call, self.engine), [], []
+    async def _complete(self, call: ChatCall, prompt_tokens: int) -> Response:
+        reply, blocks, texts = Reply(call, self.engine, prompt_tokens), [], []
         stream = self.engine.stream(call.request)
         try:
             async for block in stream:
@@ -316,15 +361,21 @@ async def _http_error(request: Request, exc: Exception) -> Response:
                   "POST /v1/chat/completions, GET /v1/models and GET /health", code=code)
 
 
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    # The traceback goes to the server's log (Starlette re-raises after this answer), not to the client.
+    return _error(500, "internal error; see the server's log", "server_error")
+
+
 def create_app(engine: Engine, *, api_key: str | None = None, max_queue: int = 16,
-               model_name: str | None = None, max_body_bytes: int = MAX_BODY_BYTES) -> Starlette:
-    server = Server(engine, api_key=api_key, max_queue=max_queue,
-                    model_name=model_name or engine.info.model, max_body_bytes=max_body_bytes)
+               model_name: str | None = None, max_body_bytes: int = MAX_BODY_BYTES,
+               body_timeout: float = BODY_TIMEOUT) -> Starlette:
+    server = Server(engine, api_key=api_key, max_queue=max_queue, model_name=model_name or engine.info.model,
+                    max_body_bytes=max_body_bytes, body_timeout=body_timeout)
     app = Starlette(routes=[
         Route("/health", server.health, methods=["GET"]),
         Route("/v1/models", server.models, methods=["GET"]),
         Route("/v1/chat/completions", server.chat, methods=["POST"]),
-    ], exception_handlers={HTTPException: _http_error})
+    ], exception_handlers={HTTPException: _http_error, Exception: _internal_error})
     app.state.server = server
     return app
 

@@ -1,12 +1,14 @@
 """Real HTTP servers on 127.0.0.1 for the server and remote-engine tests:
-`serve_app` runs any ASGI app under uvicorn in a thread; `RawServer` speaks HTTP/1.1 by
-hand (asyncio, on the test's loop) so a test can send exactly the bytes it wants,
-broken ones included."""
+`serve_app` runs any ASGI app under uvicorn in a thread, guarded as `clover-code serve` is
+(engine/http_guard.py); `RawServer` speaks HTTP/1.1 by hand (asyncio, on the test's loop) so
+a test can send exactly the bytes it wants, broken ones included; `open_half_requests` and
+`wait_closed` play the slow client."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import select
 import socket
 import threading
 import time
@@ -16,13 +18,16 @@ from dataclasses import dataclass, field
 
 import uvicorn
 
+from clover_code.engine.http_guard import ConnectionLimits, GuardedConfig
+
 
 @contextmanager
-def serve_app(app) -> Iterator[str]:
+def serve_app(app, limits: ConnectionLimits | None = None) -> Iterator[str]:
     """Serve `app` on a free loopback port; yields the API root, e.g. http://127.0.0.1:PORT/v1."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    config = GuardedConfig(app, limits=limits or ConnectionLimits(), log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -104,3 +109,47 @@ class RawServer:
             pass
         finally:
             writer.close()
+
+
+HALF_REQUEST = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty"  # the headers never end
+
+
+def open_half_requests(url: str, count: int, start: bytes = HALF_REQUEST) -> list[socket.socket]:
+    """`count` connections to the server at `url`, each having sent `start` and nothing more."""
+    port = int(url.split(":")[2].split("/")[0])
+    conns = []
+    for _ in range(count):
+        conn = socket.create_connection(("127.0.0.1", port))
+        conn.sendall(start)
+        conns.append(conn)
+    return conns
+
+
+def wait_closed(conns: list[socket.socket], count: int, timeout: float = 10) -> set[socket.socket]:
+    """Wait until the server has closed `count` of `conns` (read to their end); returns those."""
+    closed: set[socket.socket] = set()
+    by_fd = {c.fileno(): c for c in conns}
+    poll = select.poll()  # not select(): a test may hold descriptors past 1,024
+    for fd in by_fd:
+        poll.register(fd, select.POLLIN)
+    deadline = time.monotonic() + timeout
+    while len(closed) < count:
+        left = deadline - time.monotonic()
+        assert left > 0, f"the server closed {len(closed)} of {len(conns)} connections, not {count}"
+        for fd, _ in poll.poll(left * 1000):
+            try:
+                ended = not by_fd[fd].recv(65536)
+            except ConnectionResetError:
+                ended = True
+            if ended:
+                closed.add(by_fd[fd])
+                poll.unregister(fd)
+    return closed
+
+
+def still_open(conns: list[socket.socket]) -> bool:
+    """None of `conns` has been closed by the server (or sent anything) so far."""
+    poll = select.poll()
+    for conn in conns:
+        poll.register(conn, select.POLLIN)
+    return not poll.poll(0)

@@ -17,6 +17,7 @@ from clover_code.engine import Block, ChatRequest
 from clover_code.engine.remote import RemoteEngine
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.engine.server import create_app
+from clover_code.engine.window import ContextOverflow
 
 WORDS = " ".join(f"w{i}" for i in range(20))  # 3 blocks of 8 words
 CALL = '<tool_call>{"name": "read_file", "arguments": {"path": "a.py"}}</tool_call>'
@@ -149,6 +150,72 @@ def test_invalid_requests_get_openai_style_400s():
     assert models["data"][0]["id"] == "tiny" and models["data"][0]["context_window"] == 131_072
 
 
+def post_raw(url: str, body: dict) -> httpx.Response:
+    """POST `body` as json.dumps writes it: a lone surrogate as its `\\udXXX` escape."""
+    return httpx.post(f"{url}/chat/completions", content=json.dumps(body).encode(),
+                      headers={"Content-Type": "application/json"}, timeout=10)
+
+
+@pytest.mark.parametrize(("body", "where"), [
+    ({"messages": [{"role": "user", "content": "hi \ud800"}]}, "messages[0].content"),
+    ({"messages": [{"role": "user", "content": [{"type": "text", "text": "\udfff"}]}]},
+     "messages[0].content[0].text"),
+    ({"messages": USER, "tools": [{"type": "function", "function": {"name": "f\udc00", "parameters": {}}}]},
+     "tools[0].function.name"),
+    ({"messages": USER, "stop": ["\ud83d"]}, "stop[0]"),
+    ({"messages": USER, "metadata": {"k\ud800": 1}}, "metadata.k\\ud800"),
+])
+def test_a_lone_surrogate_anywhere_in_a_request_is_a_400_that_says_where(body, where):
+    engine = scripted(WORDS)
+    with serve_app(create_app(engine)) as url:
+        refused = post_raw(url, body)
+        paired = post_raw(url, {"messages": [{"role": "user", "content": "\ud83d\ude00"}]})  # one character
+    assert refused.status_code == 400 and refused.headers["content-type"] == "application/json"
+    error = refused.json()["error"]
+    assert error["type"] == "invalid_request_error" and error["param"] == where
+    assert "lone surrogate" in error["message"] and "Traceback" not in refused.text
+    assert paired.status_code == 200 and engine.requests[0].messages[0]["content"] == "\U0001f600"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_prompt_longer_than_the_context_window_is_a_400_before_the_engine(stream):
+    engine = scripted(WORDS, context_window=64)
+    long = [{"role": "user", "content": "word " * 400}]
+    with serve_app(create_app(engine)) as url:
+        refused = httpx.post(f"{url}/chat/completions", json={"messages": long, "stream": stream}, timeout=10)
+
+        async def remote():
+            client = RemoteEngine(url)
+            try:
+                return [b async for b in client.stream(ChatRequest(messages=long, max_tokens=8))]
+            finally:
+                await client.aclose()
+        with pytest.raises(ContextOverflow, match="as the server counted it"):  # it read both numbers
+            asyncio.run(remote())
+        fits = httpx.post(f"{url}/chat/completions", json={"messages": USER, "stream": stream}, timeout=10)
+    assert refused.status_code == 400 and refused.headers["content-type"] == "application/json"
+    error = refused.json()["error"]
+    assert error["code"] == "context_length_exceeded" and error["param"] == "messages"
+    assert "maximum context length is 64 tokens" in error["message"]
+    assert fits.status_code == 200 and len(engine.requests) == 1  # the long ones never reached it
+
+
+class Broken(ScriptedEngine):
+    """An engine with a bug: counting a prompt raises what no handler expects."""
+
+    def count_tokens(self, request):
+        raise RuntimeError("a bug, with secret internals in its message")
+
+
+def test_a_bug_inside_the_server_is_a_json_500_without_the_traceback():
+    with serve_app(create_app(Broken([WORDS], model="tiny"))) as url:
+        failed = httpx.post(f"{url}/chat/completions", json={"messages": USER}, timeout=10)
+        health = httpx.get(url.removesuffix("/v1") + "/health", timeout=5)
+    assert failed.status_code == 500 and failed.json()["error"]["type"] == "server_error"
+    assert "secret internals" not in failed.text and "Traceback" not in failed.text
+    assert health.status_code == 200
+
+
 def test_full_queue_answers_429_with_retry_after():
     slow = scripted(*[WORDS] * 3, delay=0.3)
     with serve_app(create_app(slow, max_queue=1)) as url:
@@ -187,7 +254,7 @@ def test_client_disconnect_cancels_generation_and_server_stays_up():
 
 def test_serve_refuses_a_public_bind_without_a_key_before_loading(cli):
     t0 = time.monotonic()
-    done = cli("serve", "--host", "0.0.0.0", "--model", "/nonexistent", env={"CLOVER_API_KEY": ""})
+    done = cli("serve", "--host", "0.0.0.0", "--model", "/nonexistent", env={"CLOVER_SERVE_API_KEY": ""})
     assert done.returncode == 2 and "without an API key" in done.stderr and "--api-key" in done.stderr
     assert "Traceback" not in done.stderr and time.monotonic() - t0 < 20
     missing = cli("serve", env={"CLOVER_MODEL": ""})
@@ -195,6 +262,37 @@ def test_serve_refuses_a_public_bind_without_a_key_before_loading(cli):
     not_there = cli("serve", "--model", "/nonexistent/ckpt")
     assert not_there.returncode == 3 and "model folder not found" in not_there.stderr
     assert "Traceback" not in not_there.stderr
+
+
+@pytest.mark.parametrize("client_var", ["CLOVER_API_KEY", "OPENAI_API_KEY"])
+def test_serve_never_takes_the_client_key_as_its_own(cli, client_var):
+    no_serve_key = {"CLOVER_SERVE_API_KEY": "", "CLOVER_API_KEY": "", "OPENAI_API_KEY": "", client_var: "k-client"}
+    public = cli("serve", "--host", "0.0.0.0", "--model", "/nonexistent", env=no_serve_key)
+    local = cli("serve", "--model", "/nonexistent/ckpt", env=no_serve_key)
+    keyed = cli("serve", "--host", "0.0.0.0", "--model", "/nonexistent/ckpt",
+                env={**no_serve_key, "CLOVER_SERVE_API_KEY": "k-server"})
+    flagged = cli("serve", "--host", "0.0.0.0", "--api-key", "k-server", "--model", "/nonexistent/ckpt",
+                  env=no_serve_key)
+    assert public.returncode == 2 and "without an API key" in public.stderr
+    assert f"{client_var} is set, but that is the key clover-code sends to other servers" in public.stderr
+    assert "CLOVER_SERVE_API_KEY" in public.stderr
+    # on loopback it serves without a key, and says so before loading anything
+    assert local.returncode == 3 and "this server requires no API key" in local.stderr
+    assert client_var in local.stderr and "CLOVER_SERVE_API_KEY" in local.stderr
+    for run in (keyed, flagged):  # a server key gets past the check, to the missing model
+        assert run.returncode == 3 and "model folder not found" in run.stderr and "requires no" not in run.stderr
+    assert not any("k-client" in r.stderr or "k-server" in r.stderr for r in (public, local, keyed, flagged))
+
+
+@pytest.mark.parametrize(("flags", "said"), [
+    (["--max-connections", "0"], "--max-connections must be 1 or more"),
+    (["--header-timeout", "0"], "--header-timeout and --body-timeout must be"),
+    (["--body-timeout", "nan"], "--header-timeout and --body-timeout must be"),
+    (["--max-connections", "100000000000"], "file descriptors"),
+])
+def test_serve_refuses_impossible_connection_limits_before_loading(cli, flags, said):
+    done = cli("serve", "--model", "/nonexistent/ckpt", *flags)
+    assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr
 
 
 def test_engine_error_midstream_reaches_the_client_as_an_error():

@@ -3,6 +3,7 @@ the in-process EmbeddedEngine, and the real `clover-code serve` process."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -12,7 +13,7 @@ import time
 import httpx
 import openai
 import pytest
-from serving import serve_app
+from serving import open_half_requests, serve_app, wait_closed
 
 from clover_code.engine import ChatRequest, EngineError
 from clover_code.engine.embedded import EmbeddedEngine
@@ -72,6 +73,20 @@ def test_usage_says_how_much_of_the_prompt_the_prefix_cache_served(tiny_served):
         < usage.prompt_tokens
 
 
+def test_what_the_checkpoint_cannot_read_is_a_400_not_a_500(tiny_served):
+    url, engine = tiny_served
+    post = lambda body: httpx.post(f"{url}/chat/completions", content=body,  # noqa: E731
+                                   headers={"Content-Type": "application/json"}, timeout=60)
+    surrogate = post(b'{"messages": [{"role": "user", "content": "hi \\ud800"}]}')  # its tokenizer raises
+    over = engine.info.context_window  # "hello " is a token or two: past the window
+    too_long = post(json.dumps({"messages": [{"role": "user", "content": "hello " * over}]}).encode())
+    after = post(json.dumps({"messages": USER, "max_tokens": 4}).encode())
+    assert surrogate.status_code == 400 and surrogate.json()["error"]["param"] == "messages[0].content"
+    assert too_long.status_code == 400 and too_long.json()["error"]["code"] == "context_length_exceeded"
+    assert f"maximum context length is {over} tokens" in too_long.json()["error"]["message"]
+    assert after.status_code == 200
+
+
 @pytest.mark.parametrize("ckpt", ["tiny_attention_ckpt", "tiny_hybrid_ckpt"])
 async def test_remote_engine_gives_the_embedded_blocks_in_order(ckpt, request):
     folder = str(request.getfixturevalue(ckpt))
@@ -94,10 +109,11 @@ def _free_port() -> int:
 
 
 async def test_real_serve_process_with_an_api_key(tiny_attention_ckpt):
-    port, key = _free_port(), "k-embedded-77"
+    port, key, client_key = _free_port(), "k-embedded-77", "k-client-12"
     proc = subprocess.Popen([sys.executable, "-m", "clover_code.cli", "serve", "--model", str(tiny_attention_ckpt),
-                             "--port", str(port), "--max-queue", "2"],
-                            env={**os.environ, "CLOVER_API_KEY": key}, stderr=subprocess.PIPE, text=True)
+                             "--port", str(port), "--max-queue", "2", "--header-timeout", "1"],
+                            env={**os.environ, "CLOVER_SERVE_API_KEY": key, "CLOVER_API_KEY": client_key},
+                            stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 120
@@ -109,8 +125,12 @@ async def test_real_serve_process_with_an_api_key(tiny_attention_ckpt):
                 break
             except httpx.HTTPError:
                 time.sleep(0.2)
-        with pytest.raises(EngineError, match="HTTP 401"):
-            [b async for b in RemoteEngine(url, api_key="").stream(ChatRequest(messages=USER))]
+        for wrong in ("", client_key):  # the client key in its environment is not this server's
+            with pytest.raises(EngineError, match="HTTP 401"):
+                [b async for b in RemoteEngine(url, api_key=wrong).stream(ChatRequest(messages=USER))]
+        t0 = time.monotonic()
+        wait_closed(open_half_requests(url, 1), 1)  # --header-timeout 1 reached the server
+        late = time.monotonic() - t0
         engine = RemoteEngine(url, api_key=key)
         blocks = [b async for b in engine.stream(ChatRequest(messages=USER, max_tokens=40))]
         await engine.aclose()
@@ -119,7 +139,8 @@ async def test_real_serve_process_with_an_api_key(tiny_attention_ckpt):
         _, err = proc.communicate(timeout=20)
     assert engine.info.model == tiny_attention_ckpt.name
     assert blocks and blocks[-1].finish in ("stop", "length") and all(b.forward_passes for b in blocks)
-    assert key not in err
+    assert key not in err and client_key not in err
+    assert 0.9 <= late < 10
 
 
 class StepCounter:

@@ -70,12 +70,16 @@ def test_serve_reads_the_user_config_as_every_mode_does(tmp_path, tiny_hybrid_ck
           f'model = "{tiny_hybrid_ckpt}"\ncheckpoint_mb = 0\nprefix_cache_mb = 2\nscaffold = false\n'
           'endpoint = "http://elsewhere.invalid/v1"\n')  # the TUI's remote engine; serve still runs embedded
     served = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: served.append(app))
+    monkeypatch.setattr(uvicorn.Server, "run", lambda server, **kw: served.append(server.config))
     monkeypatch.chdir(tmp_path)
-    assert run_serve(serve_parser().parse_args(["--threshold", "0.9"])) == 0
-    engine = served[0].state.server.engine
+    flags = ["--threshold", "0.9", "--max-connections", "7", "--header-timeout", "2.5", "--body-timeout", "9"]
+    assert run_serve(serve_parser().parse_args(flags)) == 0
+    engine = served[0].app.state.server.engine
     assert engine.denoiser.state.checkpoints.budget == 0 and engine.denoiser.pool.budget == 2 * 2**20
     assert (engine.scaffold, engine.threshold) == (False, 0.9)
+    limits = served[0].limits  # the connection guard's, as the flags say
+    assert (limits.max_connections, limits.header_timeout, served[0].backlog) == (7, 2.5, 7)
+    assert served[0].app.state.server.body_timeout == 9
 
 
 def test_serve_refuses_bad_flags_and_no_model_with_one_line(tmp_path, monkeypatch, capsys):
