@@ -361,17 +361,23 @@ def run(args: argparse.Namespace, settings: Settings, cwd: Path, build_agent: Ag
     extra: JSONObject = dict(NO_RUN)
     signal_exit.on_signal_say(lambda: output.interrupted_words("interrupted while starting", extra))
     prepared = _prepare(args, settings, cwd, build_agent, output, extra)
-    if isinstance(prepared, int):
-        return prepared
-    agent, task = prepared
+    return _said(prepared) if isinstance(prepared, int) else _run_task(*prepared, output, extra)
+
+
+def _run_task(agent: Agent, task: str, output: Output, extra: JSONObject) -> int:
     output.tally = Tally()  # time the task, not the engine load
     signal_exit.on_signal_say(lambda: output.interrupted_words("interrupted", extra))
     code, reason = asyncio.run(drive(agent, task, output))
     extra.update(engine_facts(agent.engine.info))  # a server's window may be learned during the run
-    code = output.finish(code, reason, extra)
-    signal_exit.on_signal_say(lambda: ("", ""), code)  # said: a signal now only ends it sooner
+    code = _said(output.finish(code, reason, extra))
     if reason == "cancelled" and not signal_exit.threads_wound_down(WIND_DOWN_S):
         signal_exit.end_now(code)  # an interpreter shutting down under a decoding thread aborts
+    return code
+
+
+def _said(code: int) -> int:
+    """The result is out: from now on a signal only ends the process sooner, with `code`."""
+    signal_exit.on_signal_say(lambda: ("", ""), code)
     return code
 
 
