@@ -47,7 +47,7 @@ def test_a_short_pattern_over_a_window_is_degenerate(tail):
     "Title\n" + "=" * 300 + "\n\nThe rule above is long but the text around it is not.\n" * 4,
     "| name | value |\n|------|-------|\n" + "".join(f"| row{i} | {i * 7} |\n" for i in range(60)),
     ("| a | b |\n|---|---|\n| 1 | 2 |\n\nThe same table again:\n\n") * 12,
-    "def f():\n" + "    pass\n" * 3 + "\n" + "# " + "-" * 200 + "\n" * 3 + "x = [" + ", ".join(map(str, range(200))) + "]\n",
+    "def f():\n" + "    pass\n" * 3 + "\n# " + "-" * 200 + "\n" * 3 + "x = [" + ", ".join(map(str, range(200))) + "]",
 ], ids=["markdown rule", "a long table", "a table repeated", "code"])
 def test_ordinary_long_output_is_not(text):
     watch = DegenerationWatch()
@@ -83,8 +83,8 @@ def test_a_degenerate_reply_is_cancelled_and_the_turn_gives_up(git_repo, make_ag
 
 def test_calls_completed_before_the_garbage_run_and_one_inside_it_does_not(git_repo, make_agent):
     garbage_call = '<tool_call>\n{"name": "write_file", "arguments": {"path": "out.txt", "content": "' + "xx " * 700
-    engine = ClosedEarly([call("write_file", path="kept.txt", content="fine\n") + "\n" + garbage_call + '"}}\n</tool_call>'],
-                         block_size=4)
+    reply = call("write_file", path="kept.txt", content="fine\n") + "\n" + garbage_call + '"}}\n</tool_call>'
+    engine = ClosedEarly([reply], block_size=4)
     agent = make_agent(None, engine=engine)
     events = asyncio.run(collect(agent, "write two files"))
     assert events[-1].reason == "gave_up"

@@ -182,5 +182,5 @@ def test_create_new_writes_only_a_new_plain_file(ws: Workspace, tmp_path: Path):
             ws.create_new(name, b"x")
     assert not (tmp_path / "planted").exists() and not (ws.root / "src" / "b.py").exists()
     assert not (ws.root / ".git" / "hook").exists() and (ws.root / "src" / "a.py").read_text() == "a = 1\n"
-    with pytest.raises(ToolError, match="never write inside a .git folder"):
+    with pytest.raises(ToolError, match=r"never write inside a \.git folder"):
         ws.create_new(".git/config", b"x")
