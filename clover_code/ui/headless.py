@@ -8,7 +8,9 @@ ended (clover_code.ui.exit_codes; the table is in the README).
 Everything written passes one gate per stream: stdout lines through `Output.emit`, stderr
 through `Progress.write`. There known secrets are redacted and terminal controls shown as
 escapes (clover_code.ui.terminal_text); JSON is written with clover_code.jsonsafe, so a
-lone surrogate or a C1 control in model text never breaks or reaches the terminal.
+lone surrogate or a C1 control in model text never breaks or reaches the terminal. The one
+exception to the gates, a signal's last words (ui.signal_exit writes them with os.write), is
+made by the same redaction and escapes (Output.interrupted_words).
 """
 
 from __future__ import annotations
