@@ -151,18 +151,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     subcommand = argv[:1] in (["generate"], ["serve"], ["doctor"], ["eval"])
     headless, fmt = (False, "text") if subcommand else headless_request(argv)
-    if headless:  # a CI runner's SIGTERM during start-up: exit 130 with the result, like Ctrl-C
-        import signal
+    if headless:  # Ctrl-C or a CI runner's SIGTERM from here on: exit 130 with the result, never lost
+        from clover_code.ui import signal_exit
 
-        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        signal_exit.catch_signals()
     try:
         return _dispatch(argv)
     except UsageExit as exc:
         print(exc.usage, end="", file=sys.stderr)
         return _early_exit(fmt, EXIT_USAGE, "bad_input", str(exc))
-    except KeyboardInterrupt:
-        if headless:
-            return _early_exit(fmt, EXIT_INTERRUPTED, "cancelled", "interrupted while starting")
+    except KeyboardInterrupt:  # the other modes' start-up
         print("\ninterrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
 

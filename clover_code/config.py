@@ -7,6 +7,7 @@ request, say), not by the user: it may set only the keys in PROJECT_KEYS.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -31,10 +32,11 @@ ENV_VARS = {
     "approval": ("CLOVER_APPROVAL",),
 }
 
-# What a project's .clover/config.toml may set: budgets of one run, nothing else. Which
-# engine, model, endpoint and key run, and what the engine decodes with (threshold,
-# block_size, timeouts), are the user's choice; so are approval, allow rules and every
-# sandbox setting. Anything else in a project file is ignored, with a notice.
+# What a project's .clover/config.toml may set: budgets of one run, nothing else, and only to
+# tighten them (a value at most the user's own or the default: `shell_timeout = inf` would run
+# commands unbounded). Which engine, model, endpoint and key run, and what the engine decodes
+# with (threshold, block_size, timeouts), are the user's choice; so are approval, allow rules
+# and every sandbox setting. Anything else in a project file is ignored, with a notice.
 PROJECT_KEYS = frozenset({"max_turns", "max_tokens", "temperature", "shell_timeout"})
 
 
@@ -48,7 +50,8 @@ def _is_int(value: JSON) -> bool:
 
 
 def _is_number(value: JSON) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A finite number: TOML and argparse both read `inf` and `nan`."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _text_list(value: JSON) -> bool:
@@ -87,11 +90,24 @@ _CHECKS: dict[str, tuple[Callable[[JSON], bool], str]] = {
     "price_output_per_mtok": (lambda v: _is_number(v) and v >= 0, "a price per million tokens, 0 or more"),
 }
 
-def _check(key: str, value: JSON, source: str) -> None:
+def _problem(key: str, value: JSON) -> str | None:
+    """What is wrong with `value` for `key`, or None."""
     accepts, wanted = _CHECKS[key]
-    if not accepts(value):
-        shown = "(hidden)" if key.endswith("api_key") else repr(value)  # a key of the wrong type is still a key
-        raise ConfigError(f"{source}: {key} = {shown} is not valid; it must be {wanted}")
+    if accepts(value):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"it must be finite, {wanted}"
+    return f"it must be {wanted}"
+
+
+def _shown(key: str, value: JSON) -> str:
+    return "(hidden)" if key.endswith("api_key") else repr(value)  # a key of the wrong type is still a key
+
+
+def _check(key: str, value: JSON, source: str) -> None:
+    problem = _problem(key, value)
+    if problem is not None:
+        raise ConfigError(f"{source}: {key} = {_shown(key, value)} is not valid; {problem}")
 
 
 # -- reading layers ------------------------------------------------------------------------
@@ -130,7 +146,8 @@ def _apply(settings: Settings, values: JSONObject, source: str) -> None:
 
 
 def _project_values(path: Path, settings: Settings) -> JSONObject:
-    """The project file's allowed keys; the rest are named in a notice and dropped."""
+    """The project file's allowed keys with values that tighten `settings` (the user's own
+    config over the defaults); the rest are named in a notice and dropped."""
     values = _normal_keys(_read_toml(path))
     ignored = sorted(k for k in values if k not in PROJECT_KEYS)
     if ignored:
@@ -138,7 +155,24 @@ def _project_values(path: Path, settings: Settings) -> JSONObject:
             f"{path}: ignored {', '.join(map(_shown_key, ignored))}: a project's config may set only "
             f"{', '.join(sorted(PROJECT_KEYS))}; set the others in your own config "
             f"({user_config_path()}), the environment or flags")
-    return {k: v for k, v in values.items() if k in PROJECT_KEYS}
+    loose = {k: why for k in sorted(PROJECT_KEYS & values.keys()) if (why := _loosens(k, values[k], settings))}
+    if loose:
+        settings.notices.append(
+            f"{path}: ignored {'; '.join(f'{k} = {values[k]!r} ({why})' for k, why in loose.items())}: "
+            f"a project's config may only lower these limits; raise them in your own config "
+            f"({user_config_path()}) or with flags")
+    return {k: v for k, v in values.items() if k in PROJECT_KEYS and k not in loose}
+
+
+def _loosens(key: str, value: JSON, settings: Settings) -> str | None:
+    """Why a project's `value` for `key` is refused: not a valid finite number, or above what the
+    user's config (or the default) allows; None when it tightens the limit or keeps it."""
+    problem = _problem(key, value)
+    if problem is not None:
+        return problem.replace("it must be", "must be")
+    current = getattr(settings, key)
+    assert isinstance(value, (int, float)) and isinstance(current, (int, float))  # every PROJECT_KEYS check wants one
+    return f"more than {current:g}" if value > current else None
 
 
 def _shown_key(key: str) -> str:

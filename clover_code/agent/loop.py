@@ -22,6 +22,7 @@ from typing import Protocol
 from clover_code.agent.bug_log import describe_bug
 from clover_code.agent.calls import CallRunner, failure_key, run_relayed, settle
 from clover_code.agent.context import KEEP_FRACTION, SUMMARY_TOKENS, Conversation, summarise
+from clover_code.agent.degeneration import DegenerationWatch
 from clover_code.agent.events import (
     TRANSIENT_EVENTS,
     BlockCommitted,
@@ -82,6 +83,15 @@ class _End:
 
 
 _END = _End()
+
+
+@dataclass(frozen=True)
+class _Reply:
+    """What one model request came to."""
+
+    text: str  # the reply's visible text
+    results: list[ToolFinished]  # of the calls it made, in order
+    degenerated: str | None = None  # why the reply was cut short (agent.degeneration), if it was
 
 
 class EventLog(Protocol):
@@ -236,13 +246,15 @@ class Agent:
         runner = CallRunner(self.registry, self.ctx, self.permissions, self.approver, self.emit,
                             undo=self.ctx.checkpoints)
         streak: tuple[tuple[str, str] | None, int] = (None, 0)  # the failing call, how many times in a row
-        text = ""
         for _ in range(self.settings.max_turns):
             stats.turns += 1
-            text, results = await self._fitted_request(runner, stats)
-            if not results:
-                return TurnFinished("done", text, stats.as_dict())
-            for result in results:
+            reply = await self._fitted_request(runner, stats)
+            if reply.degenerated is not None:
+                self.emit(Notice(reply.degenerated))
+                return TurnFinished("gave_up", reply.degenerated, stats.as_dict())
+            if not reply.results:
+                return TurnFinished("done", reply.text, stats.as_dict())
+            for result in reply.results:
                 key = failure_key(result)
                 streak = (key, streak[1] + 1 if key is not None and key == streak[0] else int(key is not None))
                 if streak[1] >= self.settings.repeat_limit:
@@ -253,13 +265,16 @@ class Agent:
         return TurnFinished("max_turns", f"Stopped after {self.settings.max_turns} model requests "
                             "(--max-turns) with the task unfinished.", stats.as_dict())
 
-    async def _request(self, runner: CallRunner, stats: _Stats, max_tokens: int) -> tuple[str, list[ToolFinished]]:
-        """One model request: stream its blocks, start each call as soon as it is complete."""
+    async def _request(self, runner: CallRunner, stats: _Stats, max_tokens: int) -> _Reply:
+        """One model request: stream its blocks, start each call as soon as it is complete. A
+        reply that degenerates is cut there: the request is cancelled (closing the stream) and
+        the call it was writing, if any, is dropped; calls it completed before still run."""
         tools = self.conversation.tools
         request = ChatRequest(self.conversation.request_messages(), tools, max_tokens=max_tokens,
                               temperature=self.settings.temperature, threshold=self.settings.threshold,
                               on_step=self._on_step)
         reply = ReplyReader(tools)
+        watch = DegenerationWatch()
         runner.reset()
         try:
             async with aclosing(self.engine.stream(request)) as blocks:
@@ -267,7 +282,10 @@ class Agent:
                     self.emit(BlockCommitted(block))
                     stats.blocks.add(block)
                     self._take(reply.add(block), runner, stats)
-            self._take(reply.end(max_tokens), runner, stats)
+                    if watch.add(block.text):
+                        break
+            if watch.reason is None:
+                self._take(reply.end(max_tokens), runner, stats)
             if reply.cut_off and not runner.pending:
                 self.emit(Notice(f"The reply was cut off at max_tokens ({max_tokens})."))
             results = await runner.results()
@@ -275,7 +293,7 @@ class Agent:
             # Calls already started finish when the engine fails; on cancel they stop at once.
             await (runner.results() if isinstance(exc, EngineError) else runner.cancel())
             raise
-        return reply.text.strip(), results
+        return _Reply(reply.text.strip(), results, watch.reason)
 
     def _take(self, parts: list[ReplyPart], runner: CallRunner, stats: _Stats) -> None:
         """Text to the UIs, each call to the runner (it starts at once), in the order written."""
@@ -286,7 +304,7 @@ class Agent:
                 stats.tool_calls += 1
                 runner.submit(part.parsed, part.markup)
 
-    async def _fitted_request(self, runner: CallRunner, stats: _Stats) -> tuple[str, list[ToolFinished]]:
+    async def _fitted_request(self, runner: CallRunner, stats: _Stats) -> _Reply:
         """One request sized to the window. A server that refuses it as too long has taught the
         engine its window by then: compact and ask once more."""
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
+import math
 import shlex
 import signal
 import sys
@@ -137,8 +138,10 @@ def _options(args: argparse.Namespace, previous: JSONObject | None) -> EvalOptio
     values["sandbox"] = not args.no_sandbox
     values["keep"] = args.keep
     options = EvalOptions(**values)
-    if options.tries < 1 or options.jobs < 1 or options.timeout <= 0 or options.check_timeout <= 0:
-        raise EvalUsage("--tries and --jobs must be at least 1, --timeout and --check-timeout more than 0")
+    if options.tries < 1 or options.jobs < 1 or not 0 < options.timeout < math.inf or not (
+            0 < options.check_timeout < math.inf):  # nan fails both comparisons
+        raise EvalUsage("--tries and --jobs must be at least 1, --timeout and --check-timeout a finite "
+                        "number of seconds above 0")
     if (options.max_turns is not None and options.max_turns < 1) or (
             options.max_tokens is not None and options.max_tokens < 1):
         raise EvalUsage("--max-turns and --max-tokens must be at least 1")

@@ -8,7 +8,9 @@ ended (clover_code.ui.exit_codes; the table is in the README).
 Everything written passes one gate per stream: stdout lines through `Output.emit`, stderr
 through `Progress.write`. There known secrets are redacted and terminal controls shown as
 escapes (clover_code.ui.terminal_text); JSON is written with clover_code.jsonsafe, so a
-lone surrogate or a C1 control in model text never breaks or reaches the terminal.
+lone surrogate or a C1 control in model text never breaks or reaches the terminal. The one
+exception to the gates, a signal's last words (ui.signal_exit writes them with os.write), is
+made by the same redaction and escapes (Output.interrupted_words).
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from clover_code.engine import EngineInfo, ToolCall
 from clover_code.engine.tally import BlockTally
 from clover_code.jsonsafe import JSONObject
 from clover_code.settings import Settings
+from clover_code.ui import signal_exit
 from clover_code.ui.exit_codes import (
     EXIT_CODES,
     EXIT_ENGINE,
@@ -186,6 +188,10 @@ class Progress:
     def line(self, text: str) -> None:
         self.write(("" if self.line_start else "\n") + text + "\n")
 
+    def line_text(self, text: str) -> str:
+        """What `line(text)` would write, for a writer that cannot use the stream (signal_exit)."""
+        return visible(self.redactor.text(("" if self.line_start else "\n") + text + "\n"))
+
     def __call__(self, event: ev.Event) -> None:
         if isinstance(event, ev.TextDelta):
             if self.show_text:
@@ -246,14 +252,29 @@ class Output:
         result = self.tally.result(exit_code, reason, extra)
         if self.tally.generated.blocks or self.tally.finished:
             self.progress.summary(result)
-        if self.fmt == "text":
-            if result["result"] and not _same_terminal(self.out, self.progress.err):
-                self.emit(self.redactor.text(result["result"].rstrip("\n")))
-        elif self.fmt == "json":
-            self.emit(self.json_line(result))
-        else:
-            self.emit(self.json_line({"type": "Result", **result}))
+        line = self._result_line(result)
+        if line is not None:
+            self.emit(line)
         return exit_code
+
+    def interrupted_words(self, message: str, extra: JSONObject) -> tuple[str, str]:
+        """What ending the run now as interrupted writes, `message` on stderr and the result
+        on stdout, as text for signal_exit to write with os.write: the frame a signal handler
+        interrupts may be in the middle of writing to these very streams."""
+        self.tally.errors.append(message)
+        line = self._result_line(self.tally.result(EXIT_INTERRUPTED, "cancelled", extra))
+        return self.progress.line_text(f"clover-code: {message}"), "" if line is None else visible(line) + "\n"
+
+    def _result_line(self, result: JSONObject) -> str | None:
+        """The result as the output format writes it on stdout; None when it writes nothing."""
+        if self.fmt == "json":
+            return self.json_line(result)
+        if self.fmt == "stream-json":
+            return self.json_line({"type": "Result", **result})
+        answer = result["result"]
+        if not isinstance(answer, str) or not answer or _same_terminal(self.out, self.progress.err):
+            return None
+        return self.redactor.text(answer.rstrip("\n"))
 
 
 def _same_terminal(a: TextIO, b: TextIO) -> bool:
@@ -278,20 +299,23 @@ def exit_for(tally: Tally, interrupted: bool) -> tuple[int, ExitReason]:
 
 
 async def drive(agent: Agent, task: str, output: Output) -> tuple[int, ExitReason]:
-    """Run one task to its end; SIGINT/SIGTERM cancel it cleanly (a second Ctrl-C forces)."""
+    """Run one task to its end; SIGINT/SIGTERM cancel it cleanly, so the session log ends with
+    the cancelled turn; a second one ends the process at once (signal_exit)."""
     loop = asyncio.get_running_loop()
     me = asyncio.current_task()
     assert me is not None  # called from a coroutine: there is a task
     interrupted = False
 
-    def on_signal(sig: int) -> None:
+    def on_signal() -> None:
         nonlocal interrupted
         interrupted = True
-        loop.remove_signal_handler(sig)  # the next one raises KeyboardInterrupt: forced exit
+        for sig in signal_exit.SIGNALS:
+            loop.remove_signal_handler(sig)
+        signal_exit.catch_signals()  # asyncio put back the default actions
         me.cancel()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, on_signal, sig)
+    for sig in signal_exit.SIGNALS:
+        loop.add_signal_handler(sig, on_signal)
     events = agent.run(task)
     try:
         async for event in events:
@@ -302,20 +326,14 @@ async def drive(agent: Agent, task: str, output: Output) -> tuple[int, ExitReaso
         me.uncancel()
     finally:
         await events.aclose()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in signal_exit.SIGNALS:
             loop.remove_signal_handler(sig)
-        catch_sigterm()  # asyncio put back the default action, which would end us without a result
+        signal_exit.catch_signals()
         if not interrupted:  # the process ends now: no waiting for an engine to wind down
             await agent.engine.aclose()
         if agent.session is not None:
             agent.session.close()
     return exit_for(output.tally, interrupted)
-
-
-def catch_sigterm() -> None:
-    """SIGTERM (a CI runner's cancel) ends a run the way Ctrl-C does: KeyboardInterrupt, so
-    start-up and model loading stop with exit code 130 and the result object too."""
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 def _fail(output: Output, code: int, reason: ExitReason, message: str, extra: JSONObject) -> int:
@@ -334,26 +352,35 @@ def early_exit(fmt: str, code: int, reason: ExitReason, message: str) -> int:
     return _fail(Output(fmt, sys.stdout, sys.stderr, Redactor.for_session()), code, reason, message, dict(NO_RUN))
 
 
+WIND_DOWN_S = 0.5  # an interrupted decode stops before its next forward pass; a longer one is not waited for
+
+
 def run(args: argparse.Namespace, settings: Settings, cwd: Path, build_agent: AgentBuilder) -> int:
     """One task on `cwd`; `settings` come from the flags (clover_code.wiring), `build_agent`
-    assembles the agent."""
-    catch_sigterm()
+    assembles the agent. Ctrl-C or SIGTERM while it starts or loads the model ends the process
+    at once with 130 and the result (signal_exit); during the task drive() cancels it."""
     output = Output(args.output_format, sys.stdout, sys.stderr, Redactor.for_session())
     extra: JSONObject = dict(NO_RUN)
-    try:
-        prepared = _prepare(args, settings, cwd, build_agent, output, extra)
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM while starting or loading the model
-        return _fail(output, EXIT_INTERRUPTED, "cancelled", "interrupted while starting", extra)
-    if isinstance(prepared, int):
-        return prepared
-    agent, task = prepared
+    signal_exit.on_signal_say(lambda: output.interrupted_words("interrupted while starting", extra))
+    prepared = _prepare(args, settings, cwd, build_agent, output, extra)
+    return _said(prepared) if isinstance(prepared, int) else _run_task(*prepared, output, extra)
+
+
+def _run_task(agent: Agent, task: str, output: Output, extra: JSONObject) -> int:
     output.tally = Tally()  # time the task, not the engine load
-    try:
-        code, reason = asyncio.run(drive(agent, task, output))
-    except KeyboardInterrupt:  # before drive took the signals, or a second one: stop now
-        code, reason = EXIT_INTERRUPTED, "cancelled"
+    signal_exit.on_signal_say(lambda: output.interrupted_words("interrupted", extra))
+    code, reason = asyncio.run(drive(agent, task, output))
     extra.update(engine_facts(agent.engine.info))  # a server's window may be learned during the run
-    return output.finish(code, reason, extra)
+    code = _said(output.finish(code, reason, extra))
+    if reason == "cancelled" and not signal_exit.threads_wound_down(WIND_DOWN_S):
+        signal_exit.end_now(code)  # an interpreter shutting down under a decoding thread aborts
+    return code
+
+
+def _said(code: int) -> int:
+    """The result is out: from now on a signal only ends the process sooner, with `code`."""
+    signal_exit.on_signal_say(lambda: ("", ""), code)
+    return code
 
 
 def engine_facts(info: EngineInfo) -> JSONObject:
@@ -395,9 +422,14 @@ def _build(settings: Settings, cwd: Path, resume: str | None, build_agent: Agent
     if name == "embedded":
         output.progress.line(f"clover-code: loading the embedded model "
                              f"{settings.model or '(demo checkpoint)'} ...")
+
+    def loading(fraction: float, stage: str) -> None:
+        if fraction < 1:  # "ready" gets its own line below, with the time it took
+            output.progress.line(f"  · {stage}")
+
     t0 = time.perf_counter()
     try:
-        agent = build_agent(settings, cwd, approver_for_mode(settings.approval), resume=resume)
+        agent = build_agent(settings, cwd, approver_for_mode(settings.approval), resume=resume, on_progress=loading)
     except SessionError as exc:  # --resume of a session that is not there or unreadable
         raise UsageError(str(exc)) from None
     if name == "embedded":

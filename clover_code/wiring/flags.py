@@ -7,6 +7,7 @@ here, so every mode refuses the same mistakes with the same words (ConfigError: 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +27,7 @@ RANGES: tuple[tuple[str, Callable[[float], bool], str], ...] = (
     ("max_tokens", lambda v: v >= 1, "at least 1"),
     ("block_size", lambda v: v >= 1, "at least 1"),
     ("threshold", lambda v: 0 < v <= 1, "in (0, 1]"),
-    ("temperature", lambda v: v >= 0, "0 or more"),
+    ("temperature", lambda v: v >= 0, "a finite number, 0 or more"),
 )
 
 
@@ -59,7 +60,7 @@ def check_ranges(args: argparse.Namespace) -> None:
     """Ranges argparse cannot check; the engine would report them later, less clearly."""
     for name, ok, rule in RANGES:
         value = getattr(args, name, None)
-        if value is not None and not ok(value):
+        if value is not None and not (math.isfinite(value) and ok(value)):  # argparse's float() reads inf and nan
             raise ConfigError(f"--{name.replace('_', '-')} {value}: must be {rule}")
 
 

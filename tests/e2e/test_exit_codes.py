@@ -119,6 +119,24 @@ def test_agent_giving_up_exits_1(task_repo, clover, tmp_path):
     assert (repo / "numkit" / "stats.py").read_text().count("return ordered[middle]") == 1
 
 
+def test_a_degenerate_reply_exits_1_not_0(task_repo, clover, tmp_path):
+    """The issue's run: a command fails, the model answers with thousands of `kkkk`, and a
+    reply without a tool call used to end the run `done`, exit 0. It stops within a few blocks."""
+    repo = task_repo("fix-median")
+    replies = write_replies(tmp_path / "r.jsonl", [
+        "Committing.\n" + tool_call("run_shell", command="git frobnicate"),
+        "The commit failed.\n" + "kkkk " * 3000,
+        "This reply is never asked for.",
+    ])
+    proc = clover("--task", PROMPT, "--cwd", str(repo), "--engine", scripted(replies), "--output-format", "json")
+    assert_clean_failure(proc, 1, "note: Stopped: the reply degenerated")
+    result = last_json(proc.stdout)
+    assert result["exit_reason"] == "gave_up" and result["is_error"] and "degenerated" in result["result"]
+    assert result["turns"] == 2 and result["tokens"] < 300, result  # 3,000 words written: at most a few blocks read
+    last = session_lines(repo)[-1]
+    assert last["type"] == "TurnFinished" and last["reason"] == "gave_up"
+
+
 # ------------------------------------------------------------------ 4: turn limit
 
 def test_turn_limit_exits_4(task_repo, clover):

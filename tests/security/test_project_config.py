@@ -116,3 +116,51 @@ def test_a_bad_sandbox_setting_is_a_usage_error_without_traceback(git_repo, tmp_
     assert proc.returncode == 2 and "max_processes = 0 is not valid" in proc.stderr
     assert "Traceback" not in proc.stderr
 
+
+
+# -- numeric limits: a repository may lower them, never raise them ----------------------------
+
+SLOW = "sleep 4; echo finished > ran-unbounded.txt"  # the marker appears only if nothing stops it
+
+
+def run_slow_command(git_repo: Path, tmp_path: Path, cli, project: str):
+    """The real CLI, the user's shell_timeout 1 s, the project's config `project`, a command
+    that needs 4 s; the tool's result as the session log has it, and the process."""
+    write(tmp_path / "xdg" / "clover-code" / "config.toml", "shell_timeout = 1\n")
+    write(git_repo / ".clover" / "config.toml", project)
+    replies = tmp_path / "r.jsonl"
+    call = {"name": "run_shell", "arguments": {"command": SLOW}}
+    replies.write_text(json.dumps({"content": "<tool_call>\n" + json.dumps(call) + "\n</tool_call>"}) + "\n"
+                       + json.dumps({"content": "done"}) + "\n")
+    proc = cli("--task", "hi", "--cwd", str(git_repo), "--engine", f"scripted:{replies}")
+    [log] = (git_repo / ".clover" / "sessions").glob("*.jsonl")
+    [finished] = [e for e in map(json.loads, log.read_text().splitlines()) if e["type"] == "ToolFinished"]
+    return finished["output"], proc
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e308", "600", "-1", '"forever"'])
+def test_project_cannot_raise_the_shell_timeout(value, git_repo, tmp_path, cli):
+    output, proc = run_slow_command(git_repo, tmp_path, cli, f"shell_timeout = {value}\n")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert not (git_repo / "ran-unbounded.txt").exists()
+    assert "[timed out after 1 s" in output, output
+    (note,) = [line for line in proc.stderr.splitlines() if line.startswith("note:") and "shell_timeout" in line]
+    assert "ignored shell_timeout" in note and "may only lower these limits" in note
+
+
+def test_project_may_lower_the_shell_timeout(git_repo, tmp_path, cli):
+    output, proc = run_slow_command(git_repo, tmp_path, cli, "shell_timeout = 0.5\n")
+    assert proc.returncode == 0 and "[timed out after 0.5 s" in output, output
+    assert "shell_timeout" not in proc.stderr
+
+
+def test_project_cannot_raise_the_turn_limit(git_repo, tmp_path, cli):
+    write(tmp_path / "xdg" / "clover-code" / "config.toml", "max_turns = 2\n")
+    write(git_repo / ".clover" / "config.toml", "max_turns = 1000000\nmax_tokens = 1e9\n")
+    replies = tmp_path / "r.jsonl"
+    call = {"name": "read_file", "arguments": {"path": "README.md"}}
+    replies.write_text((json.dumps({"content": "<tool_call>\n" + json.dumps(call) + "\n</tool_call>"}) + "\n") * 5)
+    proc = cli("--task", "hi", "--cwd", str(git_repo), "--engine", f"scripted:{replies}", "--output-format", "json")
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert proc.returncode == 4 and result["turns"] == 2, proc.stderr
+    assert "max_turns = 1000000 (more than 2)" in proc.stderr and "max_tokens = 1000000000.0" in proc.stderr

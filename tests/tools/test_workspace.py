@@ -168,3 +168,19 @@ def test_root_reached_through_a_symlink(tmp_path: Path, ws: Workspace):
     assert aliased.resolve(str(alias / "src" / "a.py")) == ws.root / "src" / "a.py"
     with pytest.raises(ToolError, match="outside the workspace"):
         aliased.resolve(str(tmp_path / "elsewhere.txt"))
+
+
+def test_create_new_writes_only_a_new_plain_file(ws: Workspace, tmp_path: Path):
+    assert ws.create_new("NEW.md", b"hi\n") == ws.root / "NEW.md"
+    assert (ws.root / "NEW.md").read_bytes() == b"hi\n"
+    with pytest.raises(FileExistsError):
+        ws.create_new("NEW.md", b"again\n")
+    for name, target in (("out.md", tmp_path / "planted"), ("in.md", ws.root / "src" / "b.py"),
+                         ("hook.md", ws.root / ".git" / "hook"), ("a.md", ws.root / "src" / "a.py")):
+        (ws.root / name).symlink_to(target)
+        with pytest.raises(ToolError, match="is a symbolic link"):
+            ws.create_new(name, b"x")
+    assert not (tmp_path / "planted").exists() and not (ws.root / "src" / "b.py").exists()
+    assert not (ws.root / ".git" / "hook").exists() and (ws.root / "src" / "a.py").read_text() == "a = 1\n"
+    with pytest.raises(ToolError, match=r"never write inside a \.git folder"):
+        ws.create_new(".git/config", b"x")

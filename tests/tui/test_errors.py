@@ -3,7 +3,7 @@ folder and the line saying where; the app goes on."""
 
 from __future__ import annotations
 
-from tui_helpers import idle, notes, ready, scripted_app, send
+from tui_helpers import idle, notes, ready, scripted_app, send, session_events
 
 from clover_code.agent.bug_log import errors_log
 
@@ -28,3 +28,20 @@ async def test_an_internal_error_keeps_its_traceback(repo, monkeypatch):
         await send(pilot, "again")
         await idle(pilot)
         assert app.stats.turns == 2
+
+
+async def test_a_degenerate_reply_stops_with_a_note(repo):
+    """A reply that turns into one pattern repeated is cut off: a note says why, the turn ends
+    `gave_up`, and the app takes the next message."""
+    app = scripted_app(repo, ["I will think about it. " + "kkkk " * 2000, "Back to normal."])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        await send(pilot, "commit")
+        await idle(pilot)
+        assert "Stopped: the reply degenerated into one short pattern repeated" in notes(app)
+        finished = [e for e in session_events(repo) if e["type"] == "TurnFinished"]
+        assert [e["reason"] for e in finished] == ["gave_up"]
+        assert sum(e["type"] == "BlockCommitted" for e in session_events(repo)) < 30  # of 250
+        await send(pilot, "again")
+        await idle(pilot)
+        assert [e["reason"] for e in session_events(repo) if e["type"] == "TurnFinished"] == ["gave_up", "done"]

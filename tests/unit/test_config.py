@@ -30,6 +30,7 @@ def test_layers_user_project_env_flags(tmp_path, monkeypatch):
 
 
 def test_project_config_sets_only_allowlisted_keys(tmp_path):
+    write(tmp_path / "xdg/clover-code/config.toml", "temperature = 0.8\n")  # the project may only lower it
     write(tmp_path / "repo/.clover/config.toml",
           'sandbox = false\napproval = "full-auto"\nallow = ["shell:*"]\nendpoint = "http://evil"\n'
           'engine = "scripted:/tmp/evil.jsonl"\nmodel = "evil"\nthreshold = 0.1\nkeep_env = ["AWS_SECRET"]\n'
@@ -85,6 +86,13 @@ def test_sandbox_policy_keys_from_the_user_config(tmp_path):
     ("max_turns = \"ten\"", "max_turns"),
     ("sandbox = \"no\"", "sandbox"),
     ("allow = [\"pytest\"]", "KIND:PATTERN"),
+    ("shell_timeout = inf", "shell_timeout = inf is not valid; it must be finite, a number of seconds above 0"),
+    ("shell_timeout = -1", "shell_timeout = -1 is not valid"),
+    ("temperature = nan", "temperature = nan is not valid; it must be finite"),
+    ("idle_timeout = -inf", "idle_timeout = -inf is not valid; it must be finite"),
+    ("checkpoint_mb = inf", "checkpoint_mb = inf is not valid; it must be finite"),
+    ("price_input_per_mtok = nan", "price_input_per_mtok = nan is not valid; it must be finite"),
+    ("threshold = nan", "threshold = nan is not valid"),
 ])
 def test_bad_values_in_the_user_config_are_clear_errors(tmp_path, line, message):
     path = tmp_path / "xdg/clover-code/config.toml"
@@ -98,9 +106,10 @@ def test_bad_files_and_values_are_clear_errors(tmp_path):
     write(tmp_path / "repo/.clover/config.toml", "max_turns = [\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_settings(tmp_path / "repo")
-    write(tmp_path / "repo/.clover/config.toml", "max_turns = 0\n")
-    with pytest.raises(ConfigError, match="max_turns = 0 is not valid"):
-        load_settings(tmp_path / "repo")
+    write(tmp_path / "repo/.clover/config.toml", "max_turns = 0\n")  # a repository's mistake stops no run
+    s = load_settings(tmp_path / "repo")
+    assert s.max_turns == 50 and any("ignored max_turns = 0 (must be a whole number, 1 or more)" in n
+                                     for n in s.notices)
     write(tmp_path / "xdg/clover-code/config.toml", "colour = 1\n")
     with pytest.raises(ConfigError, match="unknown setting 'colour'"):
         load_settings(tmp_path / "x")
@@ -136,3 +145,14 @@ def test_prices_come_from_the_user_config_only(tmp_path):
     write(tmp_path / "xdg/clover-code/config.toml", "price_output_per_mtok = -1\n")
     with pytest.raises(ConfigError, match="price_output_per_mtok = -1 is not valid; it must be a price"):
         load_settings(tmp_path)
+
+
+@pytest.mark.parametrize("flag", [["--temperature", "inf"], ["--temperature", "nan"], ["--threshold", "nan"],
+                                  ["--temperature", "-1.0"]])
+def test_flags_refuse_what_is_not_a_finite_number_in_range(tmp_path, flag):
+    from clover_code.cli import main_parser
+    from clover_code.wiring.flags import settings_for
+
+    args = main_parser().parse_args(["--task", "x", "--cwd", str(tmp_path), *flag])
+    with pytest.raises(ConfigError, match=f"--{flag[0][2:]} {flag[1]}: must be"):
+        settings_for("headless", args)

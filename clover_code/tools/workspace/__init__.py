@@ -129,6 +129,22 @@ class Workspace:
                 _refuse_reserved(path, relative)
         return real
 
+    def create_new(self, path: str, data: bytes) -> Path:
+        """Write `data` to `path`, a file that must not exist yet, where `resolve_for_write`
+        allows. A name that is a symlink is refused, even a dangling one or one that points
+        inside (writing through it would write its target), and the file is made with O_EXCL,
+        which follows no link: one planted meanwhile fails the write instead of redirecting it.
+        FileExistsError when something is already there."""
+        named = self.root / path.strip()
+        if named.is_symlink():
+            raise ToolError(f"{path!r} is a symbolic link (to {os.readlink(named)}); refusing to write through it: "
+                            "remove the link first")
+        real = self.resolve_for_write(path)
+        fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        return real
+
     def _lexical(self, path: str) -> Path | None:
         """`path` with `..` folded but no symlink followed, relative to the root (None: outside)."""
         given = Path(os.path.expanduser(path.strip()))

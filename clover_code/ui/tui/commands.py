@@ -18,6 +18,7 @@ from textual.widgets import Static
 from clover_code.settings import APPROVAL_MODES, ApprovalMode
 from clover_code.tools import ToolError
 from clover_code.tools.sandbox.gitrun import Git
+from clover_code.tools.workspace import Workspace
 from clover_code.tools.workspace.checkpoints import other_sessions_notice
 from clover_code.tools.workspace.live_sessions import LiveSession
 from clover_code.ui.terminal_text import visible
@@ -224,13 +225,17 @@ def _resume(app: CommandHost, arg: str) -> None:
 
 
 def _init(app: CommandHost, arg: str) -> None:
-    path = app.cwd / "AGENTS.md"
-    if path.exists():
+    """A starter AGENTS.md, written only as a new plain file inside the workspace: the
+    repository may hold an AGENTS.md link to anywhere on the host."""
+    try:
+        Workspace(app.cwd).create_new("AGENTS.md", agents_md(app.cwd).encode("utf-8"))
+    except FileExistsError:
         app.note("AGENTS.md already exists; edit it, or delete it and run /init again.", "info")
         return
-    path.write_text(agents_md(app.cwd), encoding="utf-8")
-    app.note(f"wrote {path.name}: tell the agent how to build, test and style this "
-             "repository there.", "info")
+    except (ToolError, OSError) as exc:
+        app.note(f"/init: {exc}", "error")
+        return
+    app.note("wrote AGENTS.md: tell the agent how to build, test and style this repository there.", "info")
 
 
 def _stats(app: CommandHost, arg: str) -> None:
