@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clover_code.jsonsafe import JSON, JSONObject
+from clover_code.sandbox.own_dirs import config_dir
 from clover_code.settings import APPROVAL_MODES, INHERIT_ENV, ConfigError, Settings
-from clover_code.tools.sandbox.own_dirs import config_dir
 
 __all__ = ["ENV_VARS", "PROJECT_KEYS", "ConfigError", "Settings", "env_setting", "load_settings", "project_config_path",
            "user_config_path"]

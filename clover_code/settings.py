@@ -10,14 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from clover_code.tools.sandbox.policy import DEFAULT_DENY_READ, DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_MB, InheritEnv
+from clover_code.errors import UserError
+from clover_code.sandbox.policy import DEFAULT_DENY_READ, DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_MB, InheritEnv
 
 ApprovalMode = Literal["read-only", "ask", "auto-edit", "full-auto"]
 APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
 INHERIT_ENV: tuple[InheritEnv, ...] = get_args(InheritEnv)
 
 
-class ConfigError(Exception):
+class ConfigError(UserError):
     """Bad settings from a file, the environment or flags; the message says which."""
 
 

@@ -11,7 +11,7 @@ import time
 import traceback
 from pathlib import Path
 
-from clover_code.tools.sandbox.own_dirs import state_dir
+from clover_code.sandbox.own_dirs import state_dir
 
 MAX_LOG_BYTES = 256_000  # the older half is dropped past this: the log is for the latest bugs
 

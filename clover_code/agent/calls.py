@@ -26,7 +26,7 @@ from clover_code.agent.events import (
 from clover_code.agent.output_relay import OutputRelay
 from clover_code.agent.permissions import Approver, Permissions, rule_for_always
 from clover_code.engine import ToolCall
-from clover_code.engine.toolcalls import FORMAT_HINT, ParsedCall, new_call_id
+from clover_code.engine.markup.toolcalls import FORMAT_HINT, ParsedCall, new_call_id
 from clover_code.tools import BoundCall, Registry, ToolContext, ToolError, ToolKind, ToolResult
 
 DECLINED = ("The user declined this call; it did not run. Do not retry it unchanged: "

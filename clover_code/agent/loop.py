@@ -47,9 +47,9 @@ from clover_code.agent.mentions import attach_mentions
 from clover_code.agent.permissions import Approver, Permissions
 from clover_code.agent.reply import ReplyPart, ReplyReader
 from clover_code.engine import ChatRequest, DenoiseStep, Engine, EngineError, ToolCall
+from clover_code.engine.markup.toolcalls import new_call_id
 from clover_code.engine.tally import BlockTally
-from clover_code.engine.toolcalls import new_call_id
-from clover_code.engine.window import ContextOverflow, no_room
+from clover_code.engine.wire.window import ContextOverflow, no_room
 from clover_code.settings import ApprovalMode
 from clover_code.tools import Registry, ToolContext
 

@@ -20,7 +20,7 @@ from clover_code.agent.events import (
     TurnFinished,
     UserMessage,
 )
-from clover_code.engine.toolcalls import OPEN, ParsedCall, ToolCallParser
+from clover_code.engine.markup.toolcalls import OPEN, ParsedCall, ToolCallParser
 
 _RENAMED_BLOCK_FIELDS = {"steps": "forward_passes", "at": "seconds_since_start"}
 _BUG_PREFIX = "internal error"  # how the agent's own bugs were told from engine failures then

@@ -2,7 +2,7 @@
 
 The secrets are values known at session start: the configured api_key and the values of
 the environment variables the sandbox keeps from commands as secrets (by name or by value,
-clover_code.tools.sandbox.policy.is_secret), with, for a URL, its password on its own (a
+clover_code.sandbox.policy.is_secret), with, for a URL, its password on its own (a
 command may print it apart from the URL). Each string about to be written has every
 occurrence of one replaced with `[redacted]`, before it is serialized, so the JSON around
 it stays valid. Credentials in any other URL (one read from a file, or built by the model)
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 
 from clover_code.credentials import mask_url_credentials, url_credentials
 from clover_code.jsonsafe import JSON
-from clover_code.tools.sandbox.policy import is_secret
+from clover_code.sandbox.policy import is_secret
 
 REDACTED = "[redacted]"
 MIN_ENV_SECRET = 8  # shorter values of secret variables ("true", "1") and passwords are not secret text

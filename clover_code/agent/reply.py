@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from clover_code.agent.events import TextDelta
 from clover_code.engine import Block
-from clover_code.engine.toolcalls import ParsedCall, ToolCallParser, check_structured
+from clover_code.engine.markup.toolcalls import ParsedCall, ToolCallParser, check_structured
 from clover_code.jsonsafe import JSONObject
 
 

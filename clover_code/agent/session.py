@@ -22,12 +22,13 @@ from clover_code import jsonsafe
 from clover_code.agent.events import Event, from_json, to_json
 from clover_code.agent.old_logs import upgrade_events, upgrade_line
 from clover_code.agent.redact import Redactor
+from clover_code.errors import UserError
 
 SESSIONS_DIR = Path(".clover") / "sessions"
 MAX_LOG_BYTES = 256 * 1024 * 1024  # far above any real session; a bigger "log" is not one
 
 
-class SessionError(Exception):
+class SessionError(UserError):
     """No such session, or a log that cannot be read; the message says which."""
 
 

@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from clover_code.errors import UserError
 from clover_code.jsonsafe import JSONObject
 from clover_code.tokens import estimate_tokens as estimate_tokens  # re-exported: an engine's own estimate
 
@@ -20,7 +21,7 @@ DEFAULT_BLOCK_SIZE = 32
 DEFAULT_THRESHOLD = 0.95
 
 
-class EngineError(Exception):
+class EngineError(UserError):
     """An engine failed in a way the user can act on; the message says what to check."""
 
 
@@ -104,8 +105,8 @@ class Engine(Protocol):
 
 
 _ENGINES = {
-    "embedded": "clover_code.engine.embedded:EmbeddedEngine",
-    "remote": "clover_code.engine.remote:RemoteEngine",
+    "embedded": "clover_code.engine.embedded.engine:EmbeddedEngine",
+    "remote": "clover_code.engine.wire.remote:RemoteEngine",
     "scripted": "clover_code.engine.scripted:ScriptedEngine",
 }
 

@@ -16,11 +16,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clover_code.sandbox.bwrap import SHELL, command_env, confined_argv
+from clover_code.sandbox.limits import CommandLimits, kill_group
+from clover_code.sandbox.policy import SandboxPolicy
+from clover_code.sandbox.seccomp import SocketFilter
 from clover_code.tools import ToolError
-from clover_code.tools.sandbox.bwrap import SHELL, command_env, confined_argv
-from clover_code.tools.sandbox.limits import CommandLimits, kill_group
-from clover_code.tools.sandbox.policy import SandboxPolicy
-from clover_code.tools.sandbox.seccomp import SocketFilter
 
 OUTPUT_LIMIT = 6000  # characters of check output kept (its end: where test runners summarize)
 TIMING = re.compile(r"\bin \d+(\.\d+)?s\b")

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Literal
 
+from clover_code.errors import ToolError
 from clover_code.eval.tasks import ALWAYS_SKIPPED, TaskError
-from clover_code.tools.errors import ToolError
 from clover_code.tools.workspace import Workspace, reserved_path
 
 EntryKind = Literal["folder", "file", "link"]

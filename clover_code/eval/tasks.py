@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from clover_code.errors import ToolError, UserError
 from clover_code.eval.checks import CheckResult, CheckRunner
-from clover_code.tools.errors import ToolError
-from clover_code.tools.sandbox.gitrun import Git
+from clover_code.sandbox.gitrun import Git
 
 Format = Literal["sandbox", "exercism", "harbor"]
 # What a try's workspace never gets from a task's files, whatever the format (besides what no
@@ -20,7 +20,7 @@ GIT_IDENTITY = {"GIT_AUTHOR_NAME": "clover-eval", "GIT_AUTHOR_EMAIL": "eval@clov
                 "GIT_COMMITTER_NAME": "clover-eval", "GIT_COMMITTER_EMAIL": "eval@clover-code.invalid"}
 
 
-class TaskError(Exception):
+class TaskError(UserError):
     """A task folder that cannot be run as it is; the message says what is wrong."""
 
 

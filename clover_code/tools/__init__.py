@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, get_args, runtime
 from pydantic import BaseModel, ValidationError
 
 from clover_code import jsonsafe
+from clover_code.errors import ToolError as ToolError  # re-exported: tools raise it from here
 from clover_code.jsonsafe import JSONObject
-from clover_code.tools.errors import ToolError as ToolError  # re-exported: tools raise it from here
-from clover_code.tools.sandbox.policy import SandboxPolicy
+from clover_code.sandbox.policy import SandboxPolicy
 
 if TYPE_CHECKING:
-    from clover_code.tools.sandbox.gitrun import Git
+    from clover_code.sandbox.gitrun import Git
     from clover_code.tools.workspace.checkpoints import Checkpoints
 
 # What a tool does, for permissions: reads are free in `ask` mode, the rest ask.

@@ -1,6 +1,6 @@
 """Git tools: status, diff, log, commit; and turn checkpoints for undo.
 
-Every git command runs through tools/sandbox/gitrun.py, inside the sandbox. git_commit never
+Every git command runs through sandbox/gitrun.py, inside the sandbox. git_commit never
 amends, pushes or rewrites history: it only adds a new commit on the current branch.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
+from clover_code.sandbox.gitrun import Git, GitResult, Repository
 from clover_code.tools import ToolContext, ToolError, ToolResult
-from clover_code.tools.sandbox.gitrun import Git, GitResult, Repository
 from clover_code.tools.shell import OutputCap
 from clover_code.tools.workspace.checkpoints import Checkpoints
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from clover_code.sandbox.bwrap import command_env, shell_argv
+from clover_code.sandbox.limits import CommandLimits, kill_group, limit_note
+from clover_code.sandbox.policy import SandboxPolicy
+from clover_code.sandbox.seccomp import SocketFilter
 from clover_code.tools import ToolContext, ToolError, ToolResult
-from clover_code.tools.sandbox.bwrap import command_env, shell_argv
-from clover_code.tools.sandbox.limits import CommandLimits, kill_group, limit_note
-from clover_code.tools.sandbox.policy import SandboxPolicy
-from clover_code.tools.sandbox.seccomp import SocketFilter
 
 HEAD_BYTES = 16_000  # kept from the start of the output
 TAIL_BYTES = 16_000  # kept from its end
@@ -101,7 +101,7 @@ async def run_command(argv: list[str], cwd: Path, env: dict[str, str], timeout: 
                       pass_fds: tuple[int, ...] = ()) -> Outcome:
     """Run argv with stdout+stderr merged; kill its process group on timeout or cancellation.
     `on_output` gets the output as it is read (all of it, whatever the cap keeps).
-    With `limits`, argv is a sandbox held to its processes and memory (tools/sandbox/limits.py);
+    With `limits`, argv is a sandbox held to its processes and memory (sandbox/limits.py);
     `pass_fds` are inherited (the sandbox's seccomp filter)."""
     limit = CommandLimits(limits.max_processes, limits.memory_mb) if limits else None
     try:

@@ -30,6 +30,7 @@ from clover_code.agent import events as ev
 from clover_code.agent.redact import Redactor
 from clover_code.engine import EngineInfo, ToolCall
 from clover_code.engine.tally import BlockTally
+from clover_code.errors import UserError
 from clover_code.jsonsafe import JSONObject
 from clover_code.settings import Settings
 from clover_code.ui import signal_exit
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 
 
 
-class UsageError(Exception):
+class UsageError(UserError):
     """The user's input is wrong (flags, task file, --cwd, config): exit 2, no traceback."""
 
 

@@ -15,9 +15,9 @@ from clover_code.agent.permissions import Approver, Permissions
 from clover_code.agent.session import SessionLog
 from clover_code.config import user_config_path
 from clover_code.engine import Engine, EngineError, make_engine
+from clover_code.sandbox.policy import SandboxPolicy
 from clover_code.settings import Settings
 from clover_code.tools import Registry, ToolContext, default_registry
-from clover_code.tools.sandbox.policy import SandboxPolicy
 
 RESUMED_ALWAYS = ("Resumed without the {count} \"always\" approval(s) of the earlier run: "
                   "they are asked again (session logs live in the workspace, so they never grant permissions). "
@@ -60,8 +60,8 @@ def sandbox_policy(settings: Settings) -> SandboxPolicy:
 
 
 def tool_context(settings: Settings, root: Path) -> ToolContext:
+    from clover_code.sandbox.gitrun import Git
     from clover_code.tools import ToolError
-    from clover_code.tools.sandbox.gitrun import Git
     from clover_code.tools.workspace import Workspace
     from clover_code.tools.workspace.checkpoints import Checkpoints
 

@@ -26,7 +26,7 @@ from clover_code.jsonsafe import JSONObject
 from clover_code.settings import ConfigError, Settings
 
 if TYPE_CHECKING:
-    from clover_code.tools.sandbox.policy import SandboxPolicy
+    from clover_code.sandbox.policy import SandboxPolicy
 
 Status = Literal["ok", "warn", "fail"]
 MARKS = {"ok": "✓", "warn": "!", "fail": "✗"}
@@ -47,7 +47,7 @@ class Check:
 # -- sandbox ------------------------------------------------------------------------------
 
 def check_sandbox(settings: Settings) -> Check:
-    from clover_code.tools.sandbox.bwrap import bwrap_binary, bwrap_problem, removed_secrets
+    from clover_code.sandbox.bwrap import bwrap_binary, bwrap_problem, removed_secrets
 
     found = bwrap_binary()
     if found is None:
@@ -73,8 +73,8 @@ def check_sandbox(settings: Settings) -> Check:
 
 def _sandbox_limits(policy: SandboxPolicy) -> tuple[str, ...]:
     """The limits of one command, and which mechanism holds each on this machine."""
-    from clover_code.tools.sandbox.bwrap import tmpfs_capped
-    from clover_code.tools.sandbox.limits import mechanism, memory_mechanism
+    from clover_code.sandbox.bwrap import tmpfs_capped
+    from clover_code.sandbox.limits import mechanism, memory_mechanism
 
     tmp = (f"/tmp and /dev/shm hold {policy.memory_mb:,} MiB each" if tmpfs_capped()
            else "/tmp and /dev/shm unsized (this bwrap is older than 0.10: no --size)")
@@ -84,7 +84,7 @@ def _sandbox_limits(policy: SandboxPolicy) -> tuple[str, ...]:
 
 def _unix_sockets() -> str:
     """What keeps commands off host unix sockets here."""
-    from clover_code.tools.sandbox.bwrap import socket_filter_problem
+    from clover_code.sandbox.bwrap import socket_filter_problem
 
     problem = socket_filter_problem()
     if problem is None:
@@ -174,7 +174,7 @@ def _embedded(settings: Settings, reason: str) -> tuple[Check, Check]:
 
 
 def _remote(settings: Settings, reason: str) -> tuple[Check, Check]:
-    from clover_code.engine import remote
+    from clover_code.engine.wire import remote
 
     proxies = tuple(f"proxy: {name}={os.environ[name]}" for name in PROXY_VARS if os.environ.get(name))
     engine = Check("engine", "ok", f"remote: {settings.endpoint}", (f"why: {reason}", *proxies))

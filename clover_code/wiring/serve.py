@@ -19,7 +19,7 @@ SPARE_DESCRIPTORS = 64
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from clover_code.engine.server import is_loopback
+    from clover_code.engine.wire.server import is_loopback
 
     if problem := _bad_flags(args) or _descriptor_shortage(args.max_connections):
         return _refuse(problem)
@@ -47,8 +47,8 @@ def run_serve(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace, settings: Settings, api_key: str | None) -> int:
     import uvicorn
 
-    from clover_code.engine.http_guard import ConnectionLimits, GuardedConfig
-    from clover_code.engine.server import create_app, served_name
+    from clover_code.engine.wire.http_guard import ConnectionLimits, GuardedConfig
+    from clover_code.engine.wire.server import create_app, served_name
     from clover_code.wiring.assemble import build_engine
 
     for notice in settings.notices:

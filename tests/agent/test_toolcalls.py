@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from clover_code.engine.toolcalls import ToolCallParser, split_text
+from clover_code.engine.markup.toolcalls import ToolCallParser, split_text
 
 QWEN = ('Let me look.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "src/a.py", "limit": 20}}\n'
         '</tool_call>\nand then <tool_call>{"name": "run_shell", "arguments": {"command": "pytest -q"}}'

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.tools.sandbox.bwrap import bwrap_problem
+from clover_code.sandbox.bwrap import bwrap_problem
 
 
 def path_without_bwrap() -> str:

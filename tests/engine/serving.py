@@ -1,6 +1,6 @@
 """Real HTTP servers on 127.0.0.1 for the server and remote-engine tests:
 `serve_app` runs any ASGI app under uvicorn in a thread, guarded as `clover-code serve` is
-(engine/http_guard.py); `RawServer` speaks HTTP/1.1 by hand (asyncio, on the test's loop) so
+(engine/wire/http_guard.py); `RawServer` speaks HTTP/1.1 by hand (asyncio, on the test's loop) so
 a test can send exactly the bytes it wants, broken ones included; `open_half_requests` and
 `wait_closed` play the slow client."""
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import uvicorn
 
-from clover_code.engine.http_guard import ConnectionLimits, GuardedConfig
+from clover_code.engine.wire.http_guard import ConnectionLimits, GuardedConfig
 
 
 @contextmanager

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from clover_code.engine.call_format import QWEN_JSON, CallFormat, probe_call_format
-from clover_code.engine.call_grammar import CallGrammar
+from clover_code.engine.markup.call_format import QWEN_JSON, CallFormat, probe_call_format
+from clover_code.engine.markup.call_grammar import CallGrammar
 
 READ = {"type": "function", "function": {"name": "read_file", "parameters": {"type": "object", "properties": {
     "path": {"type": "string"}, "offset": {"type": "integer"}, "limit": {"type": "integer"}}, "required": ["path"]}}}

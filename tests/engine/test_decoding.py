@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from clover_code.engine.decoding import DecodeOptions, decode_blocks, pick_tokens, select_commits
+from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks, pick_tokens, select_commits
 
 MASK, EOS, VOCAB = 0, 1, 8
 

@@ -5,8 +5,8 @@ import asyncio
 
 from clover_code.agent.instructions import render_system_prompt
 from clover_code.engine import ChatRequest
-from clover_code.engine.embedded import EmbeddedEngine
-from clover_code.engine.toolcalls import split_text
+from clover_code.engine.embedded.engine import EmbeddedEngine
+from clover_code.engine.markup.toolcalls import split_text
 from clover_code.models import demo_model
 from clover_code.tools import default_registry
 from tools.training.demo_model.split_names import compound_names

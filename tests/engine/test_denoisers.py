@@ -8,8 +8,8 @@ from reference import ReferenceDenoiser
 from transformers import AutoConfig, AutoModelForCausalLM
 
 from clover_code.engine import EngineError, denoisers
-from clover_code.engine.decoding import DecodeOptions, decode_blocks
-from clover_code.engine.denoisers import ModelDenoiser, checkpoint_kind, read_props
+from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
+from clover_code.engine.embedded.denoisers import ModelDenoiser, checkpoint_kind, read_props
 
 BLOCK = 32
 

@@ -5,8 +5,8 @@ passes; a wrong draft is rejected and the span decoded normally."""
 import torch
 from wanting import WantingDenoiser
 
-from clover_code.engine.decoding import DecodeOptions, decode_blocks
-from clover_code.engine.drafting import CopyDrafter, Draft
+from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
+from clover_code.engine.embedded.drafting import CopyDrafter, Draft
 
 MASK, EOS, VOCAB = 3, 2, 300
 TARGET = list(range(100, 160)) + [EOS]  # 60 tokens of reply, then the end

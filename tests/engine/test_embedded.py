@@ -7,9 +7,9 @@ import threading
 import pytest
 
 from clover_code.engine import ChatRequest, EngineError
-from clover_code.engine.detokenizer import Detokenizer
-from clover_code.engine.embedded import EmbeddedEngine
-from clover_code.engine.stop_strings import StopStrings
+from clover_code.engine.embedded.detokenizer import Detokenizer
+from clover_code.engine.embedded.engine import EmbeddedEngine
+from clover_code.engine.embedded.stop_strings import StopStrings
 
 
 @pytest.fixture(scope="module", params=["attention", "hybrid"])

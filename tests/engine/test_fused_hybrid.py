@@ -10,8 +10,8 @@ from reference import ReferenceDenoiser, reference_decode
 from test_denoisers import random_block, tiny_config
 from transformers import AutoModelForCausalLM
 
-from clover_code.engine.decoding import DecodeOptions, decode_blocks
-from clover_code.engine.denoisers import ModelDenoiser, checkpoint_kind, read_props
+from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
+from clover_code.engine.embedded.denoisers import ModelDenoiser, checkpoint_kind, read_props
 
 SHAPES = [("prompt", 0), ("prompt", 1), ("absolute", 0), ("absolute", 1)]
 

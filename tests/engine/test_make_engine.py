@@ -3,8 +3,8 @@
 import pytest
 
 from clover_code.engine import EngineError, make_engine
-from clover_code.engine.remote import RemoteEngine
 from clover_code.engine.scripted import ScriptedEngine
+from clover_code.engine.wire.remote import RemoteEngine
 
 
 def test_known_options_build_the_engine():

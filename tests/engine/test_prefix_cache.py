@@ -5,8 +5,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from clover_code.engine.decoding import DecodeOptions, decode_blocks
-from clover_code.engine.denoisers import ModelDenoiser, read_props
+from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
+from clover_code.engine.embedded.denoisers import ModelDenoiser, read_props
 
 SYSTEM = [30 + i % 50 for i in range(120)]  # a system prompt every conversation shares
 MARK = 5  # starts a message: hybrids checkpoint before it

@@ -13,7 +13,7 @@ import pytest
 from serving import RawServer, Reply, delta_chunk, sse_body
 
 from clover_code.engine import ChatRequest, EngineError
-from clover_code.engine.remote import RemoteEngine
+from clover_code.engine.wire.remote import RemoteEngine
 
 KEY = "sk-test-very-secret-4242"
 MODELS = Reply(headers={"Content-Type": "application/json"},
@@ -202,7 +202,8 @@ def test_endpoint_without_path_means_v1_and_key_stays_out_of_repr():
 
 
 def test_import_does_not_load_torch():
-    code = "import sys, clover_code.engine.remote; print([m for m in ('torch', 'transformers') if m in sys.modules])"
+    code = ("import sys, clover_code.engine.wire.remote; "
+            "print([m for m in ('torch', 'transformers') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

@@ -8,7 +8,7 @@ import json
 from serving import RawServer, Reply
 
 from clover_code.engine import ChatRequest
-from clover_code.engine.remote import RemoteEngine
+from clover_code.engine.wire.remote import RemoteEngine
 
 TOOLS = [{"type": "function", "function": {"name": "read_file"}}]
 

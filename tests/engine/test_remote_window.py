@@ -10,8 +10,8 @@ import pytest
 from window_servers import WindowServer, serve_app
 
 from clover_code.engine import ChatRequest, EngineError
-from clover_code.engine.remote import RemoteEngine, probe_context_window
-from clover_code.engine.window import (
+from clover_code.engine.wire.remote import RemoteEngine, probe_context_window
+from clover_code.engine.wire.window import (
     ASSUMED,
     ContextOverflow,
     field_window,

@@ -11,9 +11,9 @@ from reference import reference_decode
 from serving import serve_app
 
 from clover_code.engine import ChatRequest
-from clover_code.engine.embedded import EmbeddedEngine
-from clover_code.engine.server import create_app
-from clover_code.engine.toolcalls import split_text
+from clover_code.engine.embedded.engine import EmbeddedEngine
+from clover_code.engine.markup.toolcalls import split_text
+from clover_code.engine.wire.server import create_app
 from clover_code.models import demo_model
 from clover_code.tools import default_registry
 

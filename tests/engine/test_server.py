@@ -14,10 +14,10 @@ import pytest
 from serving import serve_app
 
 from clover_code.engine import Block, ChatRequest
-from clover_code.engine.remote import RemoteEngine
 from clover_code.engine.scripted import ScriptedEngine
-from clover_code.engine.server import create_app
-from clover_code.engine.window import ContextOverflow
+from clover_code.engine.wire.remote import RemoteEngine
+from clover_code.engine.wire.server import create_app
+from clover_code.engine.wire.window import ContextOverflow
 
 WORDS = " ".join(f"w{i}" for i in range(20))  # 3 blocks of 8 words
 CALL = '<tool_call>{"name": "read_file", "arguments": {"path": "a.py"}}</tool_call>'

@@ -9,10 +9,10 @@ import torch
 from reference import reference_decode
 from transformers import AutoModelForCausalLM
 
-from clover_code.engine.checkpoints import Checkpoints
-from clover_code.engine.decoding import DecodeOptions, decode_blocks
-from clover_code.engine.denoisers import ModelDenoiser, read_props
-from clover_code.engine.linear_state import LinearState
+from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
+from clover_code.engine.embedded.denoisers import ModelDenoiser, read_props
+from clover_code.engine.embedded.linear_state import LinearState
+from clover_code.engine.embedded.state_checkpoints import Checkpoints
 
 PROPS = [("causal", "prompt", 0), ("causal", "absolute", 1), ("block", "prompt", 0), ("block", "absolute", 1)]
 
@@ -106,7 +106,7 @@ def test_engine_retry_and_rewind_on_a_hybrid_resume_from_checkpoints(tiny_hybrid
     import asyncio
 
     from clover_code.engine import ChatRequest
-    from clover_code.engine.embedded import EmbeddedEngine
+    from clover_code.engine.embedded.engine import EmbeddedEngine
 
     engine = EmbeddedEngine(tiny_hybrid_ckpt)
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from clover_code.engine import ChatRequest, ToolCall
-from clover_code.engine.remote import RemoteEngine
+from clover_code.engine.wire.remote import RemoteEngine
 
 pytestmark = pytest.mark.interop
 

@@ -19,7 +19,7 @@ import pytest
 from clover_code.eval.discover import discover
 from clover_code.eval.taskfiles import Destination
 from clover_code.eval.tasks import Task, TaskError
-from clover_code.tools.sandbox.bwrap import bwrap_problem
+from clover_code.sandbox.bwrap import bwrap_problem
 from tests.eval.eval_support import results, run_eval, workspace_files
 from tests.replies import tool_call, write_replies
 

@@ -16,9 +16,9 @@ import pytest
 from clover_code.agent.events import ErrorEvent, TurnFinished
 from clover_code.agent.permissions import ModeApprover
 from clover_code.engine import EngineError
-from clover_code.engine.chunk_fold import chunk_json_object
+from clover_code.engine.markup.toolcalls import ToolCallParser
 from clover_code.engine.scripted import ScriptedEngine
-from clover_code.engine.toolcalls import ToolCallParser
+from clover_code.engine.wire.chunk_fold import chunk_json_object
 from clover_code.settings import Settings
 from clover_code.tools import default_registry
 from clover_code.wiring.assemble import build_agent

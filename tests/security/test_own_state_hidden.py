@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from clover_code.sandbox.bwrap import bwrap_problem
+from clover_code.sandbox.gitrun import Git
 from clover_code.tools import Registry, ToolContext
-from clover_code.tools.sandbox.bwrap import bwrap_problem
-from clover_code.tools.sandbox.gitrun import Git
 from clover_code.tools.shell import TOOLS
 from clover_code.tools.workspace import Workspace
 from clover_code.tools.workspace.checkpoints import Checkpoints

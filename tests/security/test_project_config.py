@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from clover_code.config import load_settings
-from clover_code.tools.sandbox.policy import DEFAULT_DENY_READ, SandboxPolicy
+from clover_code.sandbox.policy import DEFAULT_DENY_READ, SandboxPolicy
 from clover_code.wiring.assemble import tool_context
 
 REFUSED = "http://127.0.0.1:9/v1"  # for settings that are never used to connect

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 
 from clover_code.eval.checks import CheckRunner
+from clover_code.sandbox import limits, seccomp
+from clover_code.sandbox.bwrap import bwrap_problem, socket_filter_problem, tmpfs_capped
+from clover_code.sandbox.gitrun import Git
+from clover_code.sandbox.limits import memory_mechanism, total_tasks
+from clover_code.sandbox.policy import SandboxPolicy
 from clover_code.tools import Registry, ToolContext
-from clover_code.tools.sandbox import limits, seccomp
-from clover_code.tools.sandbox.bwrap import bwrap_problem, socket_filter_problem, tmpfs_capped
-from clover_code.tools.sandbox.gitrun import Git
-from clover_code.tools.sandbox.limits import memory_mechanism, total_tasks
-from clover_code.tools.sandbox.policy import SandboxPolicy
 from clover_code.tools.shell import TOOLS
 from clover_code.tools.workspace import Workspace
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from clover_code.config import load_settings
+from clover_code.sandbox.bwrap import bwrap_problem, command_env
+from clover_code.sandbox.policy import SandboxPolicy, is_secret
 from clover_code.tools import Registry, ToolContext
-from clover_code.tools.sandbox.bwrap import bwrap_problem, command_env
-from clover_code.tools.sandbox.policy import SandboxPolicy, is_secret
 from clover_code.tools.shell import TOOLS
 from clover_code.tools.workspace import Workspace
 from clover_code.wiring.assemble import tool_context

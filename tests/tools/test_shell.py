@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from clover_code.sandbox.bwrap import bwrap_problem
 from clover_code.tools import Registry, ToolContext
-from clover_code.tools.sandbox.bwrap import bwrap_problem
 from clover_code.tools.shell import TOOLS, OutputCap
 from clover_code.tools.workspace import Workspace
 
@@ -201,7 +201,7 @@ async def test_cwd_must_stay_inside(ws: Path):
 
 
 async def test_refuses_without_bubblewrap_unless_unsandboxed(ws: Path, tmp_path: Path, monkeypatch):
-    import clover_code.tools.sandbox.bwrap as sandbox
+    import clover_code.sandbox.bwrap as sandbox
 
     monkeypatch.setattr(sandbox, "bwrap_binary", lambda: None)  # neither a system nor a bundled bwrap
     bwrap_problem.cache_clear()

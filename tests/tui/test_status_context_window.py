@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tui_helpers import idle, ready, send
 
-from clover_code.engine.remote import RemoteEngine
+from clover_code.engine.wire.remote import RemoteEngine
 from clover_code.settings import Settings
 from clover_code.ui.tui.app import make_app
 from clover_code.ui.tui.widgets.status_bar import render_status

@@ -77,7 +77,7 @@ def tiny_two_stream_setup():
 
 
 def test_two_stream_training_sees_what_the_engine_denoiser_sees():
-    from clover_code.engine.denoisers import ModelDenoiser, read_props
+    from clover_code.engine.embedded.denoisers import ModelDenoiser, read_props
 
     tokenizer, row, model, batch = tiny_two_stream_setup()
     with torch.no_grad():
@@ -497,8 +497,8 @@ def test_an_on_policy_block_is_the_engines_own_state_before_its_first_wrong_comm
     """The first block of a turn is given the tokens the engine's decoding writes there,
     except the one it commits at its third step: the block must train on the engine's
     state before that step (what it had committed in steps one and two, the rest masked)."""
-    from clover_code.engine.decoding import DecodeOptions, decode_blocks
-    from clover_code.engine.denoisers import ModelDenoiser, read_props
+    from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
+    from clover_code.engine.embedded.denoisers import ModelDenoiser, read_props
     from tools.training.demo_model.on_policy import visited_states
 
     tokenizer, row, model, _ = tiny_two_stream_setup()

@@ -7,7 +7,7 @@
     agent    clover_code.agent.*                      the loop, permissions, context
     settings clover_code.settings                     what the user chose, as data
     engine   clover_code.engine.*   tools  clover_code.tools.*   (siblings: neither imports the other)
-    base     clover_code, .jsonsafe, .tokens, .credentials, .models, .prompts
+    base     clover_code, .jsonsafe, .tokens, .credentials, .errors, .sandbox.*, .models, .prompts
 
 Every import counts, also those inside functions and under TYPE_CHECKING: a lazy import is
 still an arrow a reader has to follow.
@@ -23,10 +23,10 @@ PACKAGE = Path(__file__).resolve().parents[2] / "clover_code"
 # runs the agent as the wiring does (by starting `clover-code --task`), so it may use what wiring
 # may use; the cycle test keeps the two from importing each other round a loop.
 RANKS = {"base": 0, "engine": 1, "tools": 1, "settings": 2, "agent": 3, "ui": 4, "wiring": 5, "eval": 5}
-BASE = {"clover_code", "clover_code.jsonsafe", "clover_code.tokens", "clover_code.credentials"}
+BASE = {"clover_code", "clover_code.jsonsafe", "clover_code.tokens", "clover_code.credentials", "clover_code.errors"}
 # What the UIs may not import: they never build an engine or parse model markup themselves.
-UI_FORBIDDEN = ("clover_code.engine.embedded", "clover_code.engine.remote", "clover_code.engine.scripted",
-                "clover_code.engine.toolcalls", "clover_code.engine.server", "clover_code.engine.decoding")
+UI_FORBIDDEN = ("clover_code.engine.embedded", "clover_code.engine.wire.remote", "clover_code.engine.wire.server",
+                "clover_code.engine.scripted", "clover_code.engine.markup")
 HEAVY = ("torch", "transformers", "textual")
 
 
@@ -63,7 +63,7 @@ def graph() -> dict[str, set[str]]:
 
 
 def layer(name: str) -> str:
-    if name in BASE or name.startswith(("clover_code.models", "clover_code.prompts")):
+    if name in BASE or name.startswith(("clover_code.models", "clover_code.prompts", "clover_code.sandbox")):
         return "base"
     wiring = ("clover_code.cli", "clover_code.config", "clover_code.__main__")
     if name in wiring or name.startswith("clover_code.wiring"):

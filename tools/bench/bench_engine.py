@@ -94,8 +94,8 @@ def run_stream(engine, request) -> list:
 def measure_kind(kind: str, folders: dict[str, Path]) -> dict:
     import torch
 
-    from clover_code.engine.decoding import DecodeOptions, decode_blocks
-    from clover_code.engine.embedded import EmbeddedEngine
+    from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
+    from clover_code.engine.embedded.engine import EmbeddedEngine
 
     engine = EmbeddedEngine(folders[kind])
     den = engine.denoiser
@@ -222,8 +222,8 @@ def measure_demo() -> dict:
     from demo_model.sessions import GIT_ENV, generate
 
     from clover_code.engine import ChatRequest
-    from clover_code.engine.decoding import DecodeOptions, decode_blocks
-    from clover_code.engine.embedded import EmbeddedEngine
+    from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
+    from clover_code.engine.embedded.engine import EmbeddedEngine
     from clover_code.models import demo_model
     from clover_code.tools import default_registry
 
@@ -260,7 +260,7 @@ def demo_modes(requests: list) -> dict:
     """Every turn through EmbeddedEngine.stream with each helper setting (DEMO_MODES), the
     settings taking turns run by run: TPF, tokens/s, Python time outside forward passes, the
     shares of tokens the scaffold forced and drafts committed, tokens/s over `none` per run."""
-    from clover_code.engine.embedded import EmbeddedEngine
+    from clover_code.engine.embedded.engine import EmbeddedEngine
     from clover_code.models import demo_model
 
     engines = {name: EmbeddedEngine(demo_model(), **options) for name, options in DEMO_MODES.items()}

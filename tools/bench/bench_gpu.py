@@ -127,8 +127,8 @@ def block_latency(den, clock: Clock, prefixes: list[int], runs: int, budget_s: f
 def decode_speed(model, props, clock: Clock, reply: int, fuse: bool) -> dict:
     import torch
 
-    from clover_code.engine.decoding import DecodeOptions, decode_blocks
-    from clover_code.engine.denoisers import ModelDenoiser
+    from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
+    from clover_code.engine.embedded.denoisers import ModelDenoiser
 
     den = ModelDenoiser(model, props, "hybrid", fuse=fuse)
     clock.wrap_forward(den)
@@ -151,7 +151,7 @@ def reuse_and_rollback(den, clock: Clock, prefix: int) -> dict:
     edit of the last message (a rollback to the checkpoint before it) vs cold."""
     import torch
 
-    from clover_code.engine.decoding import DecodeOptions, decode_blocks
+    from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
 
     mark = 3  # starts a message: checkpointed before
     den.turn_marks = frozenset({mark})
@@ -219,7 +219,7 @@ def main() -> None:
     a = p.parse_args()
     import torch
 
-    from clover_code.engine.denoisers import ModelDenoiser, read_props
+    from clover_code.engine.embedded.denoisers import ModelDenoiser, read_props
 
     device = "cpu" if a.cpu or not torch.cuda.is_available() else "cuda"
     prefixes = [int(x) for x in (a.prefixes or ("256,1024" if a.toy else "1024,32768,130048")).split(",")]

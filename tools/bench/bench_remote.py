@@ -35,7 +35,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tools" / "training")]  # the package; mak
 from bench_machine import cpu_model  # noqa: E402
 
 from clover_code.engine import ChatRequest  # noqa: E402
-from clover_code.engine.remote import RemoteEngine  # noqa: E402
+from clover_code.engine.wire.remote import RemoteEngine  # noqa: E402
 
 PROMPT = [{"role": "user", "content": "Write a short note about block diffusion."}]
 
@@ -86,7 +86,7 @@ async def concurrent(url: str, request: ChatRequest, expected: int) -> int:
 async def measure(model: Path, runs: int, max_tokens: int, threads: int) -> dict:
     import torch
 
-    from clover_code.engine.embedded import EmbeddedEngine
+    from clover_code.engine.embedded.engine import EmbeddedEngine
 
     torch.set_num_threads(threads)
     request = ChatRequest(messages=PROMPT, max_tokens=max_tokens)

@@ -44,8 +44,8 @@ def conversation(tokens: int, seed: int, turn_tokens: int = 1000) -> list[dict]:
 
 
 def fusion(folder) -> dict:
-    from clover_code.engine.decoding import DecodeOptions, decode_blocks
-    from clover_code.engine.embedded import EmbeddedEngine
+    from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
+    from clover_code.engine.embedded.engine import EmbeddedEngine
 
     engine = EmbeddedEngine(folder)
     den = engine.denoiser
@@ -71,7 +71,7 @@ def fusion(folder) -> dict:
 
 
 def edited_history(folder, tokens: int = 16384) -> dict:
-    from clover_code.engine.embedded import EmbeddedEngine
+    from clover_code.engine.embedded.engine import EmbeddedEngine
 
     engines = {"with": EmbeddedEngine(folder), "without": EmbeddedEngine(folder, checkpoint_mb=0)}
     messages = conversation(tokens, 1)
@@ -94,7 +94,7 @@ def edited_history(folder, tokens: int = 16384) -> dict:
 
 
 def alternating(folder, tokens: int = 8192, people: int = 3, rounds: int = 3) -> dict:
-    from clover_code.engine.embedded import EmbeddedEngine
+    from clover_code.engine.embedded.engine import EmbeddedEngine
 
     engines = {"cache": EmbeddedEngine(folder), "no_cache": EmbeddedEngine(folder, prefix_cache_mb=0),
                "single": EmbeddedEngine(folder)}

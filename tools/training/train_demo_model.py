@@ -89,7 +89,7 @@ def build_config(kind: str, tokenizer, size: dict):
                   num_experts=size["experts"], num_experts_per_tok=size["top_k"],
                   moe_intermediate_size=size["expert_ffn"], max_position_embeddings=8192,
                   tie_word_embeddings=True, **ids)
-    # Block-diffusion properties the engine reads (clover_code/engine/denoisers.py).
+    # Block-diffusion properties the engine reads (clover_code/engine/embedded/denoisers.py).
     diffusion = dict(block_size=32, block_alignment="prompt", logits_shift=0, prefix_attention="causal")
     if kind == "attention":
         from transformers import Qwen3MoeConfig

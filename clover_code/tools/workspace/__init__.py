@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from clover_code.tools.errors import ToolError
+from clover_code.errors import ToolError
 
 # Hashing lets a touched-but-unchanged file (same bytes, new mtime) count as fresh;
 # above this size mtime+size alone decide, so a huge file costs no full read.

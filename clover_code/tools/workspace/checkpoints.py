@@ -14,7 +14,7 @@ session in the same repository, the user's editor) is left as it is, and the sum
 so; files this session never touched are never rewritten. `/diff` shows this session's
 files only. Restoring rewrites only files that differ: created ones are removed, deleted
 ones come back. Ignored files (build output, venvs) are neither saved nor touched. Git runs
-inside the sandbox like every other git command (tools/sandbox/gitrun.py), with hooks off.
+inside the sandbox like every other git command (sandbox/gitrun.py), with hooks off.
 Sessions at work in the same folder see each other (live_sessions.py), and undo says so.
 
 A session's checkpoints outlive its process, so a rewind of a resumed session (`--resume`,
@@ -42,9 +42,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, overload
 
-from clover_code.tools.errors import ToolError
-from clover_code.tools.sandbox import own_dirs
-from clover_code.tools.sandbox.gitrun import Git
+from clover_code.errors import ToolError
+from clover_code.sandbox import own_dirs
+from clover_code.sandbox.gitrun import Git
 from clover_code.tools.workspace import reserved_path
 from clover_code.tools.workspace.live_sessions import LiveSession, LiveSessions
 

@@ -11,7 +11,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from clover_code.tools.errors import ToolError
+from clover_code.errors import ToolError
 
 RG_COMMON = ("--no-config", "--hidden", "--no-require-git", "--glob", "!.git")
 

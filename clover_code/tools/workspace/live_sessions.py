@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from clover_code.tools.sandbox import own_dirs
+from clover_code.sandbox import own_dirs
 
 try:
     import fcntl

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clover_code.errors import ToolError
 from clover_code.tools import WorkspaceAccess
-from clover_code.tools.errors import ToolError
 from clover_code.tools.workspace.textdiff import closest_region
 from clover_code.tools.workspace.textfile import decode, encode, uses_crlf
 

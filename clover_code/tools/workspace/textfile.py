@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from clover_code.tools.errors import ToolError
+from clover_code.errors import ToolError
 
 MAX_LINE_CHARS = 2000  # longer lines are cut
 MAX_OUTPUT_CHARS = 100_000  # read_file output cap

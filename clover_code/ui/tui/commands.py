@@ -15,9 +15,9 @@ from typing import Protocol
 from rich.syntax import Syntax
 from textual.widgets import Static
 
+from clover_code.sandbox.gitrun import Git
 from clover_code.settings import APPROVAL_MODES, ApprovalMode
 from clover_code.tools import ToolError
-from clover_code.tools.sandbox.gitrun import Git
 from clover_code.tools.workspace import Workspace
 from clover_code.tools.workspace.checkpoints import other_sessions_notice
 from clover_code.tools.workspace.live_sessions import LiveSession

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from clover_code.tools.sandbox.own_dirs import state_dir
+from clover_code.sandbox.own_dirs import state_dir
 
 MAX_ENTRIES = 2_000  # kept; the file is rewritten down to this when it grows past 1.5x
 MAX_PROMPT_CHARS = 20_000  # a larger prompt (a huge paste) is not worth replaying

@@ -34,7 +34,7 @@ async def decode_turn(engine, messages, tools, max_tokens: int) -> tuple[str, in
 
 
 def score_turn(text: str, want: list[tuple[str, dict]], registry) -> dict:
-    from clover_code.engine.toolcalls import split_text
+    from clover_code.engine.markup.toolcalls import split_text
 
     written = [p for p in split_text(text) if not isinstance(p, str)]
     valid = [p for p in written if p.call is not None
@@ -59,7 +59,7 @@ def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: fl
     """The figures over `sessions`; with `turns_out`, also one record per decoded turn
     appended to it (session, turn, the text written, each expected call right or not), so two
     runs can be compared call by call."""
-    from clover_code.engine.embedded import EmbeddedEngine
+    from clover_code.engine.embedded.engine import EmbeddedEngine
     from clover_code.tools import default_registry
     from tools.training.demo_model.chat import is_target
 

@@ -19,7 +19,7 @@ import random
 import torch
 
 from clover_code.engine import DEFAULT_THRESHOLD
-from clover_code.engine.decoding import needed_limit, select_commits
+from clover_code.engine.embedded.decoding import needed_limit, select_commits
 from tools.training.demo_model.attention import BLOCK, Layout
 from tools.training.demo_model.chat import Row
 from tools.training.demo_model.train import Batch, State, forward, turn_blocks

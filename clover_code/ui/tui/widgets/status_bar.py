@@ -18,7 +18,7 @@ from textual.containers import Horizontal
 from textual.widget import Widget
 from textual.widgets import ProgressBar
 
-from clover_code.engine.window import ASSUMED
+from clover_code.engine.wire.window import ASSUMED
 from clover_code.ui.terminal_text import visible
 
 WARN_AT, DANGER_AT = 0.75, 0.9  # fractions of the context window

@@ -11,7 +11,7 @@ every wait on the engine races the connection's disconnect message.
 Whatever a client sends is answered in OpenAI's error shape, never a traceback: a body that
 is slow (408), too big (413), not JSON, holding a lone surrogate (which no tokenizer takes)
 or a prompt the context window cannot hold (400). Connections themselves (header deadline,
-cap) are held by engine/http_guard.py, under uvicorn.
+cap) are held by engine/wire/http_guard.py, under uvicorn.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ from starlette.types import Receive, Scope, Send
 
 from clover_code import jsonsafe
 from clover_code.engine import Block, Engine, EngineError
-from clover_code.engine.openai_wire import (
+from clover_code.engine.markup.toolcalls import ParsedCall, ToolCallParser
+from clover_code.engine.wire.openai import (
     ChatCall,
     WireError,
     chunk_json,
@@ -49,7 +50,6 @@ from clover_code.engine.openai_wire import (
     tool_call_json,
     usage_json,
 )
-from clover_code.engine.toolcalls import ParsedCall, ToolCallParser
 from clover_code.jsonsafe import JSON, JSONObject
 
 log = logging.getLogger("clover_code.server")

@@ -19,11 +19,11 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from clover_code.tools.errors import ToolError
-from clover_code.tools.sandbox.bwrap import command_env, confined_argv, protected_inside
-from clover_code.tools.sandbox.limits import CommandLimits, kill_group, limit_note
-from clover_code.tools.sandbox.policy import SandboxPolicy
-from clover_code.tools.sandbox.seccomp import SocketFilter
+from clover_code.errors import ToolError
+from clover_code.sandbox.bwrap import command_env, confined_argv, protected_inside
+from clover_code.sandbox.limits import CommandLimits, kill_group, limit_note
+from clover_code.sandbox.policy import SandboxPolicy
+from clover_code.sandbox.seccomp import SocketFilter
 
 # No fsmonitor daemon, no colour or quoting in what the model reads; commits are unsigned,
 # as the sandbox hides the signing keys.

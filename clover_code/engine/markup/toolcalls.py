@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from clover_code import jsonsafe
 from clover_code.engine import ToolCall
-from clover_code.engine.partial_tags import partial_tag_length
+from clover_code.engine.markup.partial_tags import partial_tag_length
 from clover_code.jsonsafe import JSON, JSONObject
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"

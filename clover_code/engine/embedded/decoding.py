@@ -30,7 +30,7 @@ from typing import Protocol
 import torch
 
 from clover_code.engine import DEFAULT_BLOCK_SIZE, DEFAULT_THRESHOLD, DenoiseStep
-from clover_code.engine.drafting import Draft
+from clover_code.engine.embedded.drafting import Draft
 
 
 class Guide(Protocol):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clover_code.engine.partial_tags import partial_tag_length
+from clover_code.engine.markup.partial_tags import partial_tag_length
 
 
 class StopStrings:

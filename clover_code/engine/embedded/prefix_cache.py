@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clover_code.engine.prefix_state import PrefixState, cut, fork, storage_bytes
+from clover_code.engine.embedded.prefix_state import PrefixState, cut, fork, storage_bytes
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from clover_code.engine.linear_state import LinearState
+from clover_code.engine.embedded.linear_state import LinearState
 
 DEFAULT_CHECKPOINT_MB = 1024
 DEFAULT_MAX_BLOCK_CHECKPOINTS = 16

@@ -13,7 +13,7 @@ import time
 
 from clover_code import jsonsafe
 from clover_code.engine import Block, EngineError, ToolCall, estimate_tokens
-from clover_code.engine.openai_wire import EXTENSION
+from clover_code.engine.wire.openai import EXTENSION
 from clover_code.jsonsafe import JSONObject
 
 

@@ -3,7 +3,7 @@
 Processes, by the strongest mechanism the machine allows:
 - a `pids` cgroup of its own, when this user may create one (root on most VMs, a systemd
   user with a delegated slice): the kernel refuses the fork past the limit;
-- `ulimit -u` inside the sandbox (tools/sandbox/bwrap.py sets it): binds a user who is not root,
+- `ulimit -u` inside the sandbox (sandbox/bwrap.py sets it): binds a user who is not root,
   counted in the sandbox's own user namespace, so the user's other processes do not count;
 - otherwise (root without a writable cgroup tree) a watch from outside: the machine's task
   count (one read of /proc/loadavg) is polled, and when it has grown past the limit the

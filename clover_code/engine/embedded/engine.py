@@ -20,18 +20,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clover_code.engine import DEFAULT_THRESHOLD, Block, ChatRequest, DenoiseStep, EngineError, EngineInfo
-from clover_code.engine.chat_template import ChatTemplate
-from clover_code.engine.detokenizer import Detokenizer
-from clover_code.engine.drafting import CopyDrafter, DraftStats
-from clover_code.engine.loading import Progress, load_checkpoint
-from clover_code.engine.scaffold import Grammars, Scaffold, ScaffoldStats
-from clover_code.engine.stop_strings import StopStrings
-from clover_code.engine.thread_bridge import Relay, ThreadBridge
+from clover_code.engine.embedded.chat_template import ChatTemplate
+from clover_code.engine.embedded.detokenizer import Detokenizer
+from clover_code.engine.embedded.drafting import CopyDrafter, DraftStats
+from clover_code.engine.embedded.loading import Progress, load_checkpoint
+from clover_code.engine.embedded.stop_strings import StopStrings
+from clover_code.engine.embedded.thread_bridge import Relay, ThreadBridge
+from clover_code.engine.markup.scaffold import Grammars, Scaffold, ScaffoldStats
 
 if TYPE_CHECKING:
     import torch
 
-    from clover_code.engine.decoding import DecodeOptions
+    from clover_code.engine.embedded.decoding import DecodeOptions
 
 StepListener = Callable[[DenoiseStep], None]
 log = logging.getLogger("clover_code.engine")
@@ -77,8 +77,8 @@ class EmbeddedEngine:
             raise EngineError(f"block size must be >= 1, got {block_size}")
         progress = on_progress or (lambda fraction, message: None)
         checkpoint = load_checkpoint(model, device=device, dtype=dtype, progress=progress)
-        from clover_code.engine.denoisers import ModelDenoiser, state_budgets
-        from clover_code.engine.props import turn_mark_ids
+        from clover_code.engine.embedded.denoisers import ModelDenoiser, state_budgets
+        from clover_code.engine.embedded.props import turn_mark_ids
 
         self.tokenizer, self.device, self.kind = checkpoint.tokenizer, checkpoint.device, checkpoint.kind
         self.template = ChatTemplate(self.tokenizer)
@@ -125,7 +125,7 @@ class EmbeddedEngine:
 
     # -- internals ---------------------------------------------------------------------------
     def _options(self, request: ChatRequest, prompt_len: int) -> DecodeOptions:
-        from clover_code.engine.decoding import DecodeOptions
+        from clover_code.engine.embedded.decoding import DecodeOptions
 
         room = self.info.context_window - prompt_len
         if room < 1:
@@ -156,8 +156,8 @@ class EmbeddedEngine:
         if not (self.scaffold and request.tools):
             return None
         if self._grammars is None and not self._no_layout:
-            from clover_code.engine.call_format import probe_call_format
-            from clover_code.engine.vocabulary import Vocabulary
+            from clover_code.engine.markup.call_format import probe_call_format
+            from clover_code.engine.markup.vocabulary import Vocabulary
 
             fmt = probe_call_format(self.tokenizer)
             if fmt is None:
@@ -175,7 +175,7 @@ class EmbeddedEngine:
     def _blocks(self, prompt: list[int], opts: DecodeOptions, request: ChatRequest,
                 on_step: StepListener | None, cancelled: Callable[[], bool]) -> Iterator[Block]:
         """Decode on this (worker) thread, yielding `Block`s as they commit."""
-        from clover_code.engine.decoding import decode_blocks
+        from clover_code.engine.embedded.decoding import decode_blocks
 
         start = time.perf_counter()
         pending = self._pending(prompt)

@@ -19,7 +19,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from clover_code.engine.toolcalls import CLOSE, OPEN
+from clover_code.engine.markup.toolcalls import CLOSE, OPEN
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase

@@ -41,9 +41,9 @@ from clover_code.engine import (
     EngineInfo,
     estimate_tokens,
 )
-from clover_code.engine.chunk_fold import ChunkFold, chunk_json_object
-from clover_code.engine.openai_wire import SSEReader, request_json
-from clover_code.engine.window import (
+from clover_code.engine.wire.chunk_fold import ChunkFold, chunk_json_object
+from clover_code.engine.wire.openai import SSEReader, request_json
+from clover_code.engine.wire.window import (
     ASSUMED,
     ContextOverflow,
     field_window,

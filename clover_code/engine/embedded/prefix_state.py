@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, TypeGuard
 
 import torch
 
-from clover_code.engine.checkpoints import Checkpoints
-from clover_code.engine.linear_state import is_linear, linear_layer_ids, restore
-from clover_code.engine.segments import grid_cut
+from clover_code.engine.embedded.linear_state import is_linear, linear_layer_ids, restore
+from clover_code.engine.embedded.segments import grid_cut
+from clover_code.engine.embedded.state_checkpoints import Checkpoints
 
 if TYPE_CHECKING:
     from transformers import DynamicCache, PretrainedConfig
     from transformers.cache_utils import DynamicLayer
 
-    from clover_code.engine.props import CheckpointProps
+    from clover_code.engine.embedded.props import CheckpointProps
 
 
 @dataclass

@@ -26,11 +26,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from clover_code.engine.checkpoints import DEFAULT_CHECKPOINT_MB, DEFAULT_MAX_BLOCK_CHECKPOINTS, Checkpoints
-from clover_code.engine.linear_state import LinearSplit, capture
-from clover_code.engine.prefix_cache import DEFAULT_PREFIX_CACHE_MB, PrefixCache
-from clover_code.engine.prefix_state import PrefixState, drop_kv_tail, new_state, storage_bytes, usable_prefix
-from clover_code.engine.props import (  # noqa: F401  (re-exported: the engine's one import site)
+from clover_code.engine.embedded.linear_state import LinearSplit, capture
+from clover_code.engine.embedded.prefix_cache import DEFAULT_PREFIX_CACHE_MB, PrefixCache
+from clover_code.engine.embedded.prefix_state import PrefixState, drop_kv_tail, new_state, storage_bytes, usable_prefix
+from clover_code.engine.embedded.props import (  # noqa: F401  (re-exported: the engine's one import site)
     ATTENTION_TYPES,
     HYBRID_TYPES,
     SUPPORTED_TYPES,
@@ -39,12 +38,17 @@ from clover_code.engine.props import (  # noqa: F401  (re-exported: the engine's
     read_props,
     turn_mark_ids,
 )
-from clover_code.engine.segments import Segment, commit_segments, segment_mask
+from clover_code.engine.embedded.segments import Segment, commit_segments, segment_mask
+from clover_code.engine.embedded.state_checkpoints import (
+    DEFAULT_CHECKPOINT_MB,
+    DEFAULT_MAX_BLOCK_CHECKPOINTS,
+    Checkpoints,
+)
 
 if TYPE_CHECKING:
     from transformers import DynamicCache, PreTrainedModel
 
-    from clover_code.engine.linear_state import LinearState
+    from clover_code.engine.embedded.linear_state import LinearState
 
 PREFILL_CHUNK = 1024  # tokens per prefill pass: bounds the additive mask to [chunk, past + chunk]
 CHECKPOINT_SPACING = 256  # a hybrid checkpoints a long prompt every this many tokens (then thinned)

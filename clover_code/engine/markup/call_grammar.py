@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from clover_code.engine.call_format import CallFormat
-from clover_code.engine.json_grammar import (
+from clover_code.engine.markup.call_format import CallFormat
+from clover_code.engine.markup.json_grammar import (
     OPEN_OBJECT,
     WHITESPACE,
     Allowed,
@@ -32,7 +32,7 @@ from clover_code.engine.json_grammar import (
     _top,
     is_gap,
 )
-from clover_code.engine.toolcalls import CLOSE, OPEN
+from clover_code.engine.markup.toolcalls import CLOSE, OPEN
 
 FORCED_LIMIT = 256  # characters of forced text looked at once
 

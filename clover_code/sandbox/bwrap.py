@@ -1,7 +1,7 @@
 """How commands start: inside bubblewrap, or bare when the user chose so.
 
 Everything the agent runs in the workspace goes through here: run_shell's command
-lines and every git command (tools/sandbox/gitrun.py). The sandbox (docs/security.md says why
+lines and every git command (sandbox/gitrun.py). The sandbox (docs/security.md says why
 each part is there):
 
 - the root file system read-only, so system tools and the venv's python, pytest and rg
@@ -19,7 +19,7 @@ each part is there):
   namespace (when its first process ends, the kernel kills every process left inside),
   no nested user namespaces, no capabilities, and it dies with its parent;
 - each process limited to policy.memory_mb of data; processes and memory per command are held
-  from outside (tools/sandbox/limits.py), as RLIMIT_NPROC does not bind root;
+  from outside (sandbox/limits.py), as RLIMIT_NPROC does not bind root;
 - an environment without secrets (policy.passed_env), as in Codex CLI.
 
 Inside the workspace, .git and .clover stay read-only for commands: git runs in its own
@@ -38,10 +38,10 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from clover_code.tools.errors import ToolError
-from clover_code.tools.sandbox.own_dirs import own_dirs
-from clover_code.tools.sandbox.policy import SandboxPolicy, passed_env, withheld_secrets
-from clover_code.tools.sandbox.seccomp import SocketFilter, machine, program
+from clover_code.errors import ToolError
+from clover_code.sandbox.own_dirs import own_dirs
+from clover_code.sandbox.policy import SandboxPolicy, passed_env, withheld_secrets
+from clover_code.sandbox.seccomp import SocketFilter, machine, program
 
 SHELL = "/bin/bash" if Path("/bin/bash").exists() else "/bin/sh"
 PROTECTED = (".git", ".clover")  # inside the workspace, yet read-only in the shell's sandbox

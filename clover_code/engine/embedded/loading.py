@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clover_code.engine import CLOVER_CONTEXT_WINDOW, EngineError
-from clover_code.engine.props import SUPPORTED_TYPES, CheckpointProps, checkpoint_kind, read_props
+from clover_code.engine.embedded.props import SUPPORTED_TYPES, CheckpointProps, checkpoint_kind, read_props
 
 if TYPE_CHECKING:
     import torch

@@ -28,10 +28,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clover_code.engine.call_format import CallFormat
-from clover_code.engine.call_grammar import CallGrammar
-from clover_code.engine.json_grammar import Stack
-from clover_code.engine.vocabulary import Vocabulary
+from clover_code.engine.markup.call_format import CallFormat
+from clover_code.engine.markup.call_grammar import CallGrammar
+from clover_code.engine.markup.json_grammar import Stack
+from clover_code.engine.markup.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
     import torch
