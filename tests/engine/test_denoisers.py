@@ -7,7 +7,8 @@ import torch
 from reference import ReferenceDenoiser
 from transformers import AutoConfig, AutoModelForCausalLM
 
-from clover_code.engine import EngineError, denoisers
+from clover_code.engine import EngineError
+from clover_code.engine.embedded import denoisers
 from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
 from clover_code.engine.embedded.denoisers import ModelDenoiser, checkpoint_kind, read_props
 
