@@ -166,6 +166,7 @@ class GitCommit:
 
         def commit(g: _Git) -> ToolResult:
             spec = ["--", *g.pathspecs(args.paths)] if args.paths else []
+            _require_identity(g)
             try:
                 g.out("add", "-A", *spec)
             except NestedRepositoryError as exc:
@@ -186,6 +187,24 @@ class GitCommit:
             return ToolResult(True, f"Committed on {branch}:\n{stat}", {"commit": sha, "branch": branch})
 
         return await _in_thread(commit, ctx)
+
+
+NO_IDENTITY = (
+    "git_commit needs to know who commits, and no identity is set: not in git's config (the "
+    "repository's or the user's), not in the environment. The user can set one with `git config "
+    "user.name \"Their Name\"` and `git config user.email them@example.com` in the repository (add "
+    "`--global` for every repository), or start clover-code with GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL, "
+    "GIT_COMMITTER_NAME and GIT_COMMITTER_EMAIL in its environment (as a CI job does). The shell "
+    "cannot change git's config."
+)
+
+
+def _require_identity(g: _Git) -> None:
+    """A commit needs an author and a committer: say how to set them rather than git's own
+    "Author identity unknown", which tells the model to run a `git config` it cannot."""
+    for who in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"):
+        if g.run("var", who, check=False).code != 0:
+            raise ToolError(NO_IDENTITY)
 
 
 def _head(g: _Git) -> str:

@@ -38,6 +38,9 @@ SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", "color.ui=false", "-c", "core
                "-c", "commit.gpgSign=false", "-c", "submodule.recurse=false", "-c", "diff.submodule=short",
                "-c", "diff.ignoreSubmodules=dirty", "-c", "status.submoduleSummary=false")
 NO_NESTED = "--ignore-submodules=dirty"  # status, diff: a nested repository's commit only, never its work tree
+# Who commits: the user's identity from the environment (CI sets these), else git's config.
+IDENTITY_ENV = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
+                "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE")
 TIMEOUT_S = 300.0  # a commit's hooks may run a test suite
 
 
@@ -166,8 +169,10 @@ class Git:
                            input="".join(f"{path}\0" for path in paths), timeout=TIMEOUT_S, cwd=repository.top)
 
     def _env(self) -> dict[str, str]:
-        """No GIT_* from our environment (they would point git elsewhere), no prompts."""
-        env = {k: v for k, v in command_env(self.policy, self.sandbox).items() if not k.startswith("GIT_")}
+        """No GIT_* from our environment but who commits (the others would point git elsewhere),
+        no prompts."""
+        env = {k: v for k, v in command_env(self.policy, self.sandbox).items()
+               if not k.startswith("GIT_") or k in IDENTITY_ENV}
         return {**env, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
 
     def _execute(self, argv: list[str], cwd: Path, env: dict[str, str], input: str | None,

@@ -52,8 +52,10 @@ from clover_code.tools.workspace import reserved_path
 from clover_code.tools.workspace.checkpoint_ledger import RefLedger
 from clover_code.tools.workspace.live_sessions import LiveSession, LiveSessions
 
+# Snapshots are clover-code's, dated now (empty: git's own clock), whoever the user commits as.
 IDENTITY = {"GIT_AUTHOR_NAME": "clover-code", "GIT_AUTHOR_EMAIL": "clover-code@localhost",
-            "GIT_COMMITTER_NAME": "clover-code", "GIT_COMMITTER_EMAIL": "clover-code@localhost"}
+            "GIT_COMMITTER_NAME": "clover-code", "GIT_COMMITTER_EMAIL": "clover-code@localhost",
+            "GIT_AUTHOR_DATE": "", "GIT_COMMITTER_DATE": ""}
 # Derived trees nobody wants snapshotted in a folder without its own .gitignore.
 SHADOW_EXCLUDES = "node_modules/\n.venv/\nvenv/\n__pycache__/\n*.pyc\n.mypy_cache/\n.pytest_cache/\n"
 # Snapshots run no hooks (there are none for plumbing; this keeps it so).
