@@ -7,8 +7,12 @@ that had none, a `sub/.git` with a filter, the hook scripts in the tree), so a g
 the host would run what the sandbox planted. Turning each feature off is a denylist that
 misses the next one; so every git command runs sandboxed instead (docs/security.md):
 hooks and filters a user relies on still run, contained, with no network, no secrets and
-nothing writable but the work tree and the git dir, whose config files and hooks stay
-read-only, so nothing run inside can plant a program for the user's next git on the host.
+nothing writable but the work tree and git's own state in the git dir: what in it decides
+which programs git runs stays read-only and is checked after every run (gitdir_guard.py), and
+no run may record a nested repository in the index (gitlinks.py), so nothing run inside can
+plant a program for the user's next git on the host. Nor does clover-code's git step into
+nested repositories (their filters and fsmonitor would run): no submodule recursion, and
+status and diff ignore what changed inside one.
 
 With the sandbox turned off (the user accepts unconfined commands) git runs bare.
 """
@@ -21,14 +25,23 @@ from pathlib import Path
 
 from clover_code.errors import ToolError
 from clover_code.sandbox.bwrap import command_env, confined_argv, protected_inside
+from clover_code.sandbox.gitdir_guard import GitDirGuard
+from clover_code.sandbox.gitlinks import IndexGitlinks, NestedRepositoryError, gitlinks
 from clover_code.sandbox.limits import CommandLimits, kill_group, limit_note
 from clover_code.sandbox.policy import SandboxPolicy
 from clover_code.sandbox.seccomp import SocketFilter
 
 # No fsmonitor daemon, no colour or quoting in what the model reads; commits are unsigned,
-# as the sandbox hides the signing keys.
+# as the sandbox hides the signing keys. No step into nested repositories: no recursion, no
+# diff or summary run inside one (`--ignore-submodules=dirty` on status and diff beats a
+# `.gitmodules` that asks for more).
 SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", "color.ui=false", "-c", "core.quotePath=false",
-               "-c", "commit.gpgSign=false")
+               "-c", "commit.gpgSign=false", "-c", "submodule.recurse=false", "-c", "diff.submodule=short",
+               "-c", "diff.ignoreSubmodules=dirty", "-c", "status.submoduleSummary=false")
+NO_NESTED = "--ignore-submodules=dirty"  # status, diff: a nested repository's commit only, never its work tree
+# Who commits: the user's identity from the environment (CI sets these), else git's config.
+IDENTITY_ENV = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
+                "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE")
 TIMEOUT_S = 300.0  # a commit's hooks may run a test suite
 
 
@@ -54,14 +67,6 @@ class Repository:
         """Readable for git, though maybe under the sandbox's private /tmp: the whole work tree."""
         return (self.top,)
 
-    def read_only(self) -> tuple[Path, ...]:
-        """Config files and hooks: what decides which programs git runs."""
-        found = [self.common_dir / "config", self.git_dir / "config.worktree", self.common_dir / "hooks"]
-        modules = self.common_dir / "modules"
-        if modules.is_dir():
-            found += [*modules.rglob("config"), *modules.rglob("hooks")]
-        return tuple(dict.fromkeys(p for p in found if p.exists()))
-
 
 class Git:
     """Runs git in one workspace (`root`), sandboxed unless `sandbox` is off."""
@@ -72,6 +77,7 @@ class Git:
         self.policy = policy or SandboxPolicy()
         self._first: Repository | None = None  # the repository as first found (session start)
         self._looked = False  # whether _first has been looked for
+        self._index: IndexGitlinks | None = None  # the gitlinks of _first's index
 
     def repository(self) -> Repository | None:
         """The repository holding the workspace now, or None.
@@ -81,6 +87,7 @@ class Git:
         found = self._discover()
         if not self._looked:
             self._first, self._looked = found, True
+            self._index = IndexGitlinks(found.git_dir / "index") if found else None
         if found is None:
             return None
         outside = [d for d in found.writable() if not d.is_relative_to(self.root)]
@@ -100,10 +107,34 @@ class Git:
 
     def run(self, *args: str, writable: tuple[Path, ...], read_only: tuple[Path, ...] = (),
             visible: tuple[Path, ...] = (), env: dict[str, str] | None = None, input: str | None = None,
-            check: bool = True, timeout: float = TIMEOUT_S, cwd: Path | None = None) -> GitResult:
-        """`git args` in the workspace (or `cwd`); only `writable` (and what's under it) may change.
-        A failure with `check` raises ToolError with git's own message."""
-        cwd = cwd or self.root
+            check: bool = True, timeout: float = TIMEOUT_S, cwd: Path | None = None,
+            checkpoint_refs: bool = False) -> GitResult:
+        """`git args` in the workspace (or `cwd`); only `writable` (and what's under it) may change,
+        of a git dir only git's own state (refs/clover only with `checkpoint_refs`). A failure with
+        `check` raises ToolError with git's own message; so does, always, a run that changed what
+        decides which programs git runs, or recorded a nested repository (both undone first)."""
+        guard = GitDirGuard(self._git_dirs(writable), checkpoint_refs)
+        before = guard.state()
+        if self._index is not None:
+            self._index.known(self._read_gitlinks)
+        result = self._run_confined(args, writable=writable, read_only=(*guard.read_only(before), *read_only),
+                                    visible=visible, env=env, input=input, timeout=timeout, cwd=cwd or self.root)
+        planted = guard.undo(before)
+        added = self._index.added(self._read_gitlinks) if self._index is not None else []
+        if added:
+            self._unstage(added)
+        if planted:
+            raise ToolError(f"git {args[0]}: a program it ran changed what decides which programs git runs "
+                            f"({', '.join(map(str, planted))}); removed, as git on the host would have run it")
+        if added:
+            raise NestedRepositoryError(added)
+        if check and result.code != 0:
+            raise ToolError(f"git {args[0]} failed: {(result.err or result.out).strip()}")
+        return result
+
+    def _run_confined(self, args: tuple[str, ...], *, writable: tuple[Path, ...], read_only: tuple[Path, ...],
+                      visible: tuple[Path, ...], env: dict[str, str] | None, input: str | None, timeout: float,
+                      cwd: Path) -> GitResult:
         argv = ["git", *SAFE_CONFIG, *args]
         full_env = {**self._env(), **(env or {})}
         with SocketFilter() as socket_filter:
@@ -112,14 +143,38 @@ class Git:
                 read_only = (*protected_inside(self.root, (".clover",)), *read_only)  # settings, logs
                 argv = confined_argv(argv, cwd=cwd, writable=writable, read_only=read_only,
                                      visible=_outermost(visible), policy=self.policy, socket_filter=socket_filter)
-            result = self._execute(argv, cwd, full_env, input, timeout, socket_filter.pass_fds)
-        if check and result.code != 0:
-            raise ToolError(f"git {args[0]} failed: {(result.err or result.out).strip()}")
-        return result
+            return self._execute(argv, cwd, full_env, input, timeout, socket_filter.pass_fds)
+
+    def _git_dirs(self, writable: tuple[Path, ...]) -> tuple[Path, ...]:
+        """The git dirs a run can write: those it is given, and a `.git` folder in the workspace."""
+        return tuple(dict.fromkeys(path.resolve() for path in (self.root / ".git", *writable)
+                                   if (path / "HEAD").is_file()))
+
+    def _read_gitlinks(self) -> frozenset[str] | None:
+        """The gitlinks of the session's repository's index, read with its git dir read-only."""
+        repository = self._first
+        if repository is None:
+            return None
+        done = self._run_confined(("ls-files", "--stage", "-z"), writable=(), read_only=repository.writable(),
+                                  visible=repository.visible(), env=None, input=None, timeout=TIMEOUT_S,
+                                  cwd=repository.top)
+        return gitlinks(done.out) if done.code == 0 else None
+
+    def _unstage(self, paths: list[str]) -> None:
+        """Take `paths` out of the session's repository's index (git runs nothing for this)."""
+        repository = self._first
+        if repository is None:
+            return
+        guard = GitDirGuard(repository.writable())
+        self._run_confined(("update-index", "--force-remove", "-z", "--stdin"), writable=repository.writable(),
+                           read_only=guard.read_only(guard.state()), visible=repository.visible(), env=None,
+                           input="".join(f"{path}\0" for path in paths), timeout=TIMEOUT_S, cwd=repository.top)
 
     def _env(self) -> dict[str, str]:
-        """No GIT_* from our environment (they would point git elsewhere), no prompts."""
-        env = {k: v for k, v in command_env(self.policy, self.sandbox).items() if not k.startswith("GIT_")}
+        """No GIT_* from our environment but who commits (the others would point git elsewhere),
+        no prompts."""
+        env = {k: v for k, v in command_env(self.policy, self.sandbox).items()
+               if not k.startswith("GIT_") or k in IDENTITY_ENV}
         return {**env, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
 
     def _execute(self, argv: list[str], cwd: Path, env: dict[str, str], input: str | None,

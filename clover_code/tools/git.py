@@ -1,7 +1,9 @@
 """Git tools: status, diff, log, commit; and turn checkpoints for undo.
 
 Every git command runs through sandbox/gitrun.py, inside the sandbox. git_commit never
-amends, pushes or rewrites history: it only adds a new commit on the current branch.
+amends, pushes or rewrites history: it only adds a new commit on the current branch, and never
+one that records a nested repository (git on the host would run that repository's settings):
+a commit a hook made so is taken back.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
-from clover_code.sandbox.gitrun import Git, GitResult, Repository
+from clover_code.sandbox.gitlinks import GITLINK_MODE, NestedRepositoryError
+from clover_code.sandbox.gitrun import NO_NESTED, Git, GitResult, Repository
 from clover_code.tools import ToolContext, ToolError, ToolResult
 from clover_code.tools.shell import OutputCap
 from clover_code.tools.workspace.checkpoints import Checkpoints
@@ -44,8 +47,8 @@ class _Git:
     def run(self, *args: str, check: bool = True) -> GitResult:
         """git in the repository's top folder: paths in its output as `git status` shows them."""
         repository = self.repository
-        return self.git.run(*args, writable=repository.writable(), read_only=repository.read_only(),
-                            visible=repository.visible(), check=check, cwd=repository.top)
+        return self.git.run(*args, writable=repository.writable(), visible=repository.visible(), check=check,
+                            cwd=repository.top)
 
     def out(self, *args: str) -> str:
         return self.run(*args).out
@@ -72,7 +75,7 @@ class GitStatus:
 
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         def status(g: _Git) -> ToolResult:
-            lines = g.out("status", "--short", "--branch").splitlines()
+            lines = g.out("status", NO_NESTED, "--short", "--branch").splitlines()
             branch, files = (lines[0], lines[1:]) if lines and lines[0].startswith("##") else ("", lines)
             text = [branch.removeprefix("## ") and f"branch: {branch.removeprefix('## ')}"]
             text += files[:STATUS_LINES]
@@ -99,7 +102,7 @@ class GitDiff:
         def diff(g: _Git) -> ToolResult:
             spec = ["--", *g.pathspecs([args.path])] if args.path else []
             cached = ["--cached"] if args.staged else []
-            text = g.out("diff", "--no-ext-diff", "--no-textconv", *cached, *spec)
+            text = g.out("diff", NO_NESTED, "--no-ext-diff", "--no-textconv", *cached, *spec)
             if not text.strip():
                 which = "staged" if args.staged else "unstaged"
                 where = f" in {args.path}" if args.path else ""
@@ -148,7 +151,7 @@ class GitCommit:
         --short` lists them (not the arguments, whose `paths: null` means "everything")."""
         def files(g: _Git) -> ToolResult:
             spec = ["--", *g.pathspecs(args.paths)] if args.paths else []
-            lines = g.out("status", "--short", "--untracked-files=all", *spec).splitlines()
+            lines = g.out("status", NO_NESTED, "--short", "--untracked-files=all", *spec).splitlines()
             more = [f"[... {len(lines) - STATUS_LINES} more]"] if len(lines) > STATUS_LINES else []
             shown = lines[:STATUS_LINES] + more
             what = f"only {', '.join(args.paths)}" if args.paths else "every change in the work tree"
@@ -163,18 +166,69 @@ class GitCommit:
 
         def commit(g: _Git) -> ToolResult:
             spec = ["--", *g.pathspecs(args.paths)] if args.paths else []
-            g.out("add", "-A", *spec)
+            _require_identity(g)
+            try:
+                g.out("add", "-A", *spec)
+            except NestedRepositoryError as exc:
+                raise ToolError(f"nothing committed: {exc} Other files can be committed with `paths` that "
+                                "leave it out.") from None
             if g.run("diff", "--cached", "--quiet", *spec, check=False).code == 0:
                 where = f" in {', '.join(args.paths)}" if args.paths else ""
                 raise ToolError(f"nothing to commit{where}: no changes since the last commit")
             # With paths, `git commit -- paths` commits only them and leaves other staged work staged.
-            g.out("commit", "-q", "--no-edit", "-m", args.message, *spec)
+            before = _head(g)
+            try:
+                g.out("commit", "-q", "--no-edit", "-m", args.message, *spec)
+            finally:
+                _take_back_nested(g, before)  # whatever a hook did, and however the commit ended
             sha = g.out("rev-parse", "HEAD").strip()
             stat = g.out("show", "--stat", "--format=%h %s", "HEAD").rstrip()
             branch = g.out("branch", "--show-current").strip() or "(detached HEAD)"
             return ToolResult(True, f"Committed on {branch}:\n{stat}", {"commit": sha, "branch": branch})
 
         return await _in_thread(commit, ctx)
+
+
+NO_IDENTITY = (
+    "git_commit needs to know who commits, and no identity is set: not in git's config (the "
+    "repository's or the user's), not in the environment. The user can set one with `git config "
+    "user.name \"Their Name\"` and `git config user.email them@example.com` in the repository (add "
+    "`--global` for every repository), or start clover-code with GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL, "
+    "GIT_COMMITTER_NAME and GIT_COMMITTER_EMAIL in its environment (as a CI job does). The shell "
+    "cannot change git's config."
+)
+
+
+def _require_identity(g: _Git) -> None:
+    """A commit needs an author and a committer: say how to set them rather than git's own
+    "Author identity unknown", which tells the model to run a `git config` it cannot."""
+    for who in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"):
+        if g.run("var", who, check=False).code != 0:
+            raise ToolError(NO_IDENTITY)
+
+
+def _head(g: _Git) -> str:
+    """The commit HEAD names ('' before the first)."""
+    return g.run("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False).out.strip()
+
+
+def _take_back_nested(g: _Git, before: str) -> None:
+    """A commit that records a nested repository the branch had not (a hook added it to the
+    index) is taken back: the branch returns to `before`, its changes stay staged."""
+    after = _head(g)
+    if not after or after == before:
+        return
+    fields = g.out("diff-tree", "-r", "-z", "--no-commit-id", "--no-renames",
+                   *([before] if before else ["--root"]), after).split("\0")
+    nested = [path for meta, path in zip(fields[::2], fields[1::2], strict=False)
+              if meta.split(" ")[1:2] == [GITLINK_MODE] and not meta.startswith(f":{GITLINK_MODE} ")]
+    if not nested:
+        return
+    ref = g.run("symbolic-ref", "-q", "HEAD", check=False).out.strip() or "HEAD"
+    g.out("update-ref", "-m", "clover-code: commit taken back (it recorded a nested repository)",
+          *([ref, before, after] if before else ["-d", ref, after]))
+    raise ToolError(f"not committed: a program the commit ran (a hook) recorded a nested repository, so the "
+                    f"commit was taken back and its changes are staged again. {NestedRepositoryError(nested)}")
 
 
 TOOLS = [GitStatus(), GitDiff(), GitLog(), GitCommit()]

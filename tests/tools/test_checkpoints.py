@@ -14,6 +14,7 @@ from clover_code.tools import Registry, ToolContext, ToolError
 from clover_code.tools.git import Checkpoints
 from clover_code.tools.shell import TOOLS as SHELL_TOOLS
 from clover_code.tools.workspace import Workspace
+from clover_code.tools.workspace.checkpoint_ledger import RefLedger
 from clover_code.tools.workspace.checkpoints import CheckpointError
 
 SANDBOX = bwrap_problem() is None  # the real sandbox where this machine has one
@@ -273,3 +274,42 @@ def test_a_redo_that_fails_leaves_the_checkpoints_as_they_were(project: Path, tm
             checkpoints.redo()
     assert "README.md" in checkpoints.redo()  # the same redo, still there, works once the failure is gone
     assert (project / "README.md").read_text() == "v2"
+
+
+def test_a_rewind_never_writes_or_removes_an_ignored_file(project: Path, tmp_path: Path):
+    """Even a checkpoint that holds an ignored, untracked file (`.env`) leaves it as it is; a
+    tracked file that matches .gitignore is the user's to track and comes back."""
+    (project / ".gitignore").write_text("build/\n.env\n*.local\n")
+    (project / "settings.local").write_text("tracked v0\n")
+    git(project, "add", "-f", ".gitignore", "settings.local")
+    git(project, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "settings")
+    (project / ".env").write_text("SECRET=the user's\n")
+    first = Checkpoints(project, cache_dir=tmp_path / "cache")
+    first.continue_session("20260101-000000-abcdef", turns=0)
+    first.begin_turn(0)
+    first.ensure()
+    (project / "settings.local").write_text("tracked v1\n")
+    (project / "src/app.py").write_text("changed\n")
+    first.settle()
+    # A checkpoint whose tree holds the .env, written down as this session's own.
+    turn = git(project, "rev-parse", "refs/clover/checkpoints/20260101-000000-abcdef/turn-0").strip()
+    index = tmp_path / "forge-index"
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)}
+    subprocess.run(["git", "read-tree", f"{turn}^{{tree}}"], cwd=project, env=env, check=True)
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=project, input="SECRET=planted\n",
+                          capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run(["git", "update-index", "--add", "--cacheinfo", f"100644,{blob},.env"], cwd=project, env=env,
+                   check=True)
+    tree = subprocess.run(["git", "write-tree"], cwd=project, env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    forged = git(project, "-c", "user.name=t", "-c", "user.email=t@t", "commit-tree", tree, "-m", "x").strip()
+    git(project, "update-ref", "refs/clover/checkpoints/20260101-000000-abcdef/turn-0", forged)
+    ledger = RefLedger(project / ".git")
+    ledger.write("20260101-000000-abcdef", {**ledger.read("20260101-000000-abcdef"), "turn-0": forged})
+
+    resumed = Checkpoints(project, cache_dir=tmp_path / "cache")
+    resumed.continue_session("20260101-000000-abcdef", turns=1)
+    summary = resumed.rewind(0)
+    assert (project / "src/app.py").read_text() == "print('hello')\n"
+    assert (project / "settings.local").read_text() == "tracked v0\n" and "settings.local" in summary
+    assert (project / ".env").read_text() == "SECRET=the user's\n" and ".env" not in summary

@@ -139,3 +139,41 @@ async def test_long_diff_is_cut_in_the_middle(repo: Path):
     result = await call(repo, "git_diff")
     assert result.ok and len(result.output) < 60_000
     assert "cut from the middle" in result.output and "+line 19999" in result.output
+
+
+@pytest.fixture
+def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A home without a git config, no identity in the environment."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    for name in ("AUTHOR", "COMMITTER"):
+        for part in ("NAME", "EMAIL", "DATE"):
+            monkeypatch.delenv(f"GIT_{name}_{part}", raising=False)
+
+
+async def test_commit_takes_its_identity_from_the_environment(git_repo: Path, no_user_config,
+                                                              monkeypatch: pytest.MonkeyPatch):
+    """As a CI job sets it: GIT_AUTHOR_* / GIT_COMMITTER_* and nothing in any config."""
+    git(git_repo, "config", "user.useConfigOnly", "true")  # git guesses nothing from the host name
+    for name, value in {"GIT_AUTHOR_NAME": "Ci Author", "GIT_AUTHOR_EMAIL": "author@ci.invalid",
+                        "GIT_COMMITTER_NAME": "Ci Committer", "GIT_COMMITTER_EMAIL": "committer@ci.invalid",
+                        "GIT_AUTHOR_DATE": "2020-02-02T12:00:00+00:00"}.items():
+        monkeypatch.setenv(name, value)
+    (git_repo / "a.txt").write_text("a\n")
+    result = await call(git_repo, "git_commit", message="from CI")
+    assert result.ok, result.output
+    shown = git(git_repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>|%ad", "--date=iso-strict")
+    assert shown == "Ci Author <author@ci.invalid>|Ci Committer <committer@ci.invalid>|2020-02-02T12:00:00+00:00\n"
+
+
+async def test_commit_without_any_identity_says_how_to_set_one(git_repo: Path, no_user_config):
+    git(git_repo, "config", "user.useConfigOnly", "true")
+    before = git(git_repo, "rev-parse", "HEAD")
+    (git_repo / "a.txt").write_text("a\n")
+    result = await call(git_repo, "git_commit", message="who am I")
+    assert not result.ok and "no identity is set" in result.output
+    assert "git config user.email" in result.output and "GIT_AUTHOR_NAME" in result.output
+    assert "Please tell me who you are" not in result.output
+    assert git(git_repo, "rev-parse", "HEAD") == before and git(git_repo, "diff", "--cached") == ""  # nothing staged

@@ -173,6 +173,7 @@ def main() -> None:
     results: dict = {"machine": machine(), "runs": opts.runs}
     with tempfile.TemporaryDirectory(prefix="clover-bench-") as tmp:
         os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "xdg-cache")  # shadow repos, if any, stay here
+        os.environ["XDG_STATE_HOME"] = str(Path(tmp) / "xdg-state")  # and the checkpoints' ledger
         text_tree, repo = Path(tmp) / "text", Path(tmp) / "repo"
         start = time.perf_counter()
         make_text_tree(text_tree, opts.files)

@@ -3,9 +3,10 @@
 A snapshot is a commit of the whole work tree (untracked, non-ignored files included)
 made with git plumbing and a private index file, kept under a private ref
 (refs/clover/checkpoints/<session>/<n>): the user's index, HEAD, branches and stash
-are never touched. A folder that is not a git repository (or a sub-folder of one) gets
-a private shadow repository under the user's cache directory whose work tree is the
-folder; no .git is ever created in it.
+are never touched, and no other git run may write those refs (sandbox/gitdir_guard.py).
+A folder that is not a git repository (or a sub-folder of one) gets a private shadow
+repository under the user's cache directory whose work tree is the folder; no .git is ever
+created in it.
 
 Undo and rewind put back only what this session changed: after each change a snapshot
 records the work tree (`settle`), so a turn's own files are those that differ between its
@@ -13,7 +14,8 @@ checkpoint and its last settled tree. Of those, a file someone changed since (a 
 session in the same repository, the user's editor) is left as it is, and the summary says
 so; files this session never touched are never rewritten. `/diff` shows this session's
 files only. Restoring rewrites only files that differ: created ones are removed, deleted
-ones come back. Ignored files (build output, venvs) are neither saved nor touched. Git runs
+ones come back. Ignored files (build output, venvs, `.env`) are neither saved nor touched,
+whatever a checkpoint's tree holds. Git runs
 inside the sandbox like every other git command (sandbox/gitrun.py), with hooks off.
 Sessions at work in the same folder see each other (live_sessions.py), and undo says so.
 
@@ -23,8 +25,10 @@ log's) under refs/clover/checkpoints/<session>/: `turn-N` (the tree before turn 
 change), `settled-N` (after its latest), `redo-K` (the tree before the K-th rewind that
 /redo can take back) and `from-N` (checkpoints are kept for every turn from N: a turn before
 it ran in a version that kept them per run, so its files cannot be restored). The refs live
-in the git dir (or the shadow repository), which commands cannot write; the log, which they
-can, gives only the session id (made ref-safe) and the turn numbers. A restore never writes
+in the git dir (or the shadow repository), and are written down in the user's state folder
+too (checkpoint_ledger.py): a resumed session trusts a ref only as written down there, as a
+program git runs could forge one. The log gives only the session id (made ref-safe) and the
+turn numbers. A restore never writes
 inside a `.git` or under the root's `.clover/`, whatever a checkpoint's tree holds.
 """
 
@@ -44,12 +48,15 @@ from typing import Literal, overload
 
 from clover_code.errors import ToolError
 from clover_code.sandbox import own_dirs
-from clover_code.sandbox.gitrun import Git
+from clover_code.sandbox.gitrun import Git, GitResult
 from clover_code.tools.workspace import reserved_path
+from clover_code.tools.workspace.checkpoint_ledger import RefLedger
 from clover_code.tools.workspace.live_sessions import LiveSession, LiveSessions
 
+# Snapshots are clover-code's, dated now (empty: git's own clock), whoever the user commits as.
 IDENTITY = {"GIT_AUTHOR_NAME": "clover-code", "GIT_AUTHOR_EMAIL": "clover-code@localhost",
-            "GIT_COMMITTER_NAME": "clover-code", "GIT_COMMITTER_EMAIL": "clover-code@localhost"}
+            "GIT_COMMITTER_NAME": "clover-code", "GIT_COMMITTER_EMAIL": "clover-code@localhost",
+            "GIT_AUTHOR_DATE": "", "GIT_COMMITTER_DATE": ""}
 # Derived trees nobody wants snapshotted in a folder without its own .gitignore.
 SHADOW_EXCLUDES = "node_modules/\n.venv/\nvenv/\n__pycache__/\n*.pyc\n.mypy_cache/\n.pytest_cache/\n"
 # Snapshots run no hooks (there are none for plumbing; this keeps it so).
@@ -77,7 +84,7 @@ class Checkpoints:
         self._lock = threading.Lock()
         self._git_dir: Path | None = None  # found on first use
         self._writable: tuple[Path, ...] = ()  # the git dirs snapshots write to
-        self._read_only: tuple[Path, ...] = ()  # their config and hooks
+        self._ledger: RefLedger | None = None  # where the refs are written down (found with the git dir)
         self._shadow = False  # True: a private repository, not the user's
         self._tmp = tempfile.TemporaryDirectory(prefix="clover-checkpoints-")
         self._index = Path(self._tmp.name) / "index"  # private index, kept warm across snapshots
@@ -93,7 +100,7 @@ class Checkpoints:
         self._loaded = True  # nothing to read back: a new session (continue_session says otherwise)
         self._turns = 0  # continue_session(): the conversation's turns, and the rewinds redo can take back
         self._pending: list[tuple[int, int]] = []
-        self._refs: set[str] = set()  # the names under this session's refs known to exist
+        self._refs: dict[str, str] = {}  # this session's refs (name under its folder -> commit), as written down
         # checkpoint commit -> the work tree after its turn's latest change (settle())
         self._settled: dict[str, str] = {}
         self._made: list[str] = []  # every checkpoint of the session, oldest first (undone ones too)
@@ -130,6 +137,7 @@ class Checkpoints:
             self._redo.clear()  # a new turn: what rewinds undid is gone for good
             self._stack = [entry for entry in self._stack if entry[0] < self._turn]
             try:
+                self._ensure_git_dir()
                 stale = [name for name in self._refs if (found := _REF.fullmatch(name)) and (
                     found[1] == "redo" or (found[1] in ("turn", "settled") and int(found[2]) >= self._turn))]
                 marker = None
@@ -269,6 +277,7 @@ class Checkpoints:
     def _restore_paths(self, current: str, commit: str, paths: list[str]) -> list[tuple[str, str]]:
         """Put `paths` back as `commit` has them (one created since is removed); the changes made."""
         wanted = {path for path in paths if reserved_path(Path(path)) is None}  # never .git, never .clover/
+        wanted -= self._ignored(wanted)
         changes = [change for change in self._changes(current, f"{commit}^{{tree}}") if change[1] in wanted]
         if changes:
             self._git("--literal-pathspecs", "restore", f"--source={commit}", "--staged", "--worktree",
@@ -276,6 +285,17 @@ class Checkpoints:
                       input="".join(f"{path}\0" for _, path in changes))
         self._taken = False  # a later change needs a fresh checkpoint
         return changes
+
+    def _ignored(self, paths: set[str]) -> set[str]:
+        """Of `paths`, those git ignores and the user's index does not track (a `.env`): a restore
+        never writes or removes one. Raises when git cannot tell."""
+        if not paths:
+            return set()
+        done = self._result("check-ignore", "-z", "--stdin", input="".join(f"{path}\0" for path in paths),
+                            index=self._ensure_git_dir() / "index")
+        if done.code not in (0, 1):  # 1: none ignored
+            raise CheckpointError(f"checkpoint failed: git check-ignore: {done.err.strip()}")
+        return set(done.out.split("\0")) - {""}
 
     def _told(self, summary: str, kept: list[str]) -> str:
         """`summary`, with the files left alone and the other sessions at work here."""
@@ -306,8 +326,9 @@ class Checkpoints:
         self._git("update-ref", "--stdin", input="".join(
             [f"delete {prefix}/{name}\n" for name in delete] +
             [f"update {prefix}/{name} {value}\n" for name, value in create.items()]))
-        self._refs.difference_update(delete)
-        self._refs.update(create)
+        self._refs = {name: value for name, value in self._refs.items() if name not in delete} | create
+        if self._ledger is not None:
+            self._ledger.write(self._name, self._refs)
 
     def _load(self) -> None:
         """An earlier run's checkpoints of this session, read back once (continue_session):
@@ -321,11 +342,14 @@ class Checkpoints:
             listing = self._git("for-each-ref", "--format=%(objectname) %(refname)", prefix)
         except ToolError:  # no git here (no sandbox...): this run's checkpoints only, as a snapshot will say
             return
+        written = self._ledger.read(self._name) if self._ledger is not None else {}
         found: dict[str, dict[int, str]] = {"turn": {}, "settled": {}, "redo": {}, "from": {}}
         for line in listing.splitlines():
             value, _, ref = line.partition(" ")
             name = ref.removeprefix(prefix)
-            self._refs.add(name)
+            if written.get(name) != value:  # not one clover-code wrote: forged, or from elsewhere
+                continue
+            self._refs[name] = value
             if (match := _REF.fullmatch(name)) is not None:
                 found[match[1]][int(match[2])] = value
         if found["from"]:
@@ -386,23 +410,23 @@ class Checkpoints:
     def _find_git_dir(self) -> Path:
         repository = self._runner.repository()
         if repository is not None and repository.top == self.root:
-            self._writable, self._read_only = repository.writable(), repository.read_only()
+            self._writable = repository.writable()
+            self._ledger = RefLedger(repository.common_dir)
             return repository.git_dir
         self._shadow = True
-        return self._shadow_repo()
+        shadow = self._shadow_repo()
+        self._ledger = RefLedger(shadow)
+        return shadow
 
     def _shadow_repo(self) -> Path:
         key = hashlib.sha256(str(self.root).encode()).hexdigest()[:16]
         shadow = self._cache_dir / "shadow" / f"{self.root.name}-{key}.git"
         self._writable = (shadow,)
-        if not (shadow / "HEAD").exists():
+        if not (shadow / "HEAD").exists():  # bare: every snapshot names its work tree (GIT_WORK_TREE)
             shadow.mkdir(parents=True, exist_ok=True)
             self._git("init", "-q", "--bare", str(shadow))
-            self._git("--git-dir", str(shadow), "config", "core.bare", "false")
-            self._git("--git-dir", str(shadow), "config", "core.worktree", str(self.root))
             (shadow / "info").mkdir(exist_ok=True)
             (shadow / "info" / "exclude").write_text(SHADOW_EXCLUDES)
-        self._read_only = (shadow / "config",)
         return shadow
 
     def _seed_index(self, git_dir: Path) -> None:
@@ -426,10 +450,12 @@ class Checkpoints:
             session = ref.removeprefix(f"{REFS}/").split("/", 1)[0]
             refs.setdefault(session, []).append(ref)
             newest[session] = max(newest.get(session, 0.0), float(when) if when.isdigit() else 0.0)
-        old = [ref for session, names in refs.items() if newest[session] < cutoff and session != self._name
-               for ref in names]
+        gone = {session for session in refs if newest[session] < cutoff and session != self._name}
+        old = [ref for session in gone for ref in refs[session]]
         if old:
             self._git("update-ref", "--stdin", input="".join(f"delete {ref}\n" for ref in old))
+        if self._ledger is not None:
+            self._ledger.drop(gone, older_than_days=KEEP_DAYS, keep=self._name)
 
     @overload
     def _git(self, *args: str, strip: bool = True, check: Literal[True] = True, input: str | None = None) -> str: ...
@@ -440,20 +466,25 @@ class Checkpoints:
     def _git(self, *args: str, strip: bool = True, check: bool = True,
              input: str | None = None) -> str | None:
         """git's output; a failure raises CheckpointError, or gives None with check=False."""
-        env = {**IDENTITY, "GIT_INDEX_FILE": str(self._index)}
-        if self._git_dir is not None:
-            env |= {"GIT_DIR": str(self._git_dir), "GIT_WORK_TREE": str(self.root)}
-        writable = (*self._writable, self._index.parent)
-        try:
-            done = self._runner.run(*NO_HOOKS, *args, writable=writable, read_only=self._read_only,
-                                    visible=(self.root,), env=env, input=input, check=False)
-        except ToolError as exc:
-            raise CheckpointError(f"checkpoint failed: {exc}") from None
+        done = self._result(*args, input=input)
         if done.code != 0:
             if not check:
                 return None
             raise CheckpointError(f"checkpoint failed: git {args[0]}: {done.err.strip()}")
         return done.out.strip() if strip else done.out
+
+    def _result(self, *args: str, input: str | None = None, index: Path | None = None) -> GitResult:
+        """git on the checkpoints' git dir, with the private index (or `index`), hooks off; the
+        one kind of run that may write refs/clover."""
+        env = {**IDENTITY, "GIT_INDEX_FILE": str(index or self._index)}
+        if self._git_dir is not None:
+            env |= {"GIT_DIR": str(self._git_dir), "GIT_WORK_TREE": str(self.root)}
+        writable = (*self._writable, self._index.parent)
+        try:
+            return self._runner.run(*NO_HOOKS, *args, writable=writable, visible=(self.root,), env=env,
+                                    input=input, check=False, checkpoint_refs=True)
+        except ToolError as exc:
+            raise CheckpointError(f"checkpoint failed: {exc}") from None
 
 
 def other_sessions_notice(others: list[LiveSession]) -> str:
@@ -464,7 +495,8 @@ def other_sessions_notice(others: list[LiveSession]) -> str:
 
 
 NOT_KEPT = ("Files not restored: no file checkpoint of that turn was kept (it ran in a clover-code that "
-            f"kept them per run only, more than {KEEP_DAYS} days ago, or without a git sandbox).")
+            f"kept them per run only or did not write them down, more than {KEEP_DAYS} days ago, as another "
+            "user or on another machine, or without a git sandbox).")
 
 
 def safe_session_name(session: str) -> str:
