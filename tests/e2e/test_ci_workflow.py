@@ -14,7 +14,7 @@ import pytest
 from e2e_support import tool_call
 
 from clover_code.engine.scripted import ScriptedEngine
-from clover_code.engine.server import create_app
+from clover_code.engine.wire.server import create_app
 from clover_code.sandbox.bwrap import bwrap_problem
 from tests.engine.serving import serve_app
 
