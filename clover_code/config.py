@@ -14,6 +14,7 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
+from clover_code.engine.policies import NAMES_HELP, PolicyError, parse_policy
 from clover_code.jsonsafe import JSON, JSONObject
 from clover_code.sandbox.own_dirs import config_dir
 from clover_code.settings import APPROVAL_MODES, INHERIT_ENV, ConfigError, Settings
@@ -35,7 +36,7 @@ ENV_VARS = {
 # What a project's .clover/config.toml may set: budgets of one run, nothing else, and only to
 # tighten them (a value at most the user's own or the default: `shell_timeout = inf` would run
 # commands unbounded). Which engine, model, endpoint and key run, and what the engine decodes
-# with (threshold, block_size, timeouts), are the user's choice; so are approval, allow rules
+# with (threshold, policy, block_size, timeouts), are the user's choice; so are approval, allow rules
 # and every sandbox setting. Anything else in a project file is ignored, with a notice.
 PROJECT_KEYS = frozenset({"max_turns", "max_tokens", "temperature", "shell_timeout"})
 
@@ -54,6 +55,13 @@ def _is_number(value: JSON) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def _is_policy(value: JSON) -> bool:
+    try:
+        return isinstance(value, str) and bool(parse_policy(value))
+    except PolicyError:
+        return False
+
+
 def _text_list(value: JSON) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) and v.strip() and "\0" not in v for v in value)
 
@@ -70,6 +78,7 @@ _CHECKS: dict[str, tuple[Callable[[JSON], bool], str]] = {
     "max_tokens": (lambda v: _is_int(v) and v >= 1, "a whole number, 1 or more"),
     "temperature": (lambda v: _is_number(v) and v >= 0, "a number, 0 or more"),
     "threshold": (lambda v: _is_number(v) and 0 < v <= 1, "a number above 0, at most 1"),
+    "policy": (_is_policy, f"a decoding policy: {NAMES_HELP} (see the README)"),
     "block_size": (lambda v: _is_int(v) and v >= 1, "a whole number, 1 or more"),
     "checkpoint_mb": (lambda v: _is_number(v) and v >= 0, "a number of megabytes, 0 or more"),
     "prefix_cache_mb": (lambda v: _is_number(v) and v >= 0, "a number of megabytes, 0 or more"),

@@ -62,6 +62,7 @@ class AgentSettings:
     max_tokens: int = 4096
     temperature: float = 0.0
     threshold: float | None = None
+    policy: str | None = None  # decoding policy NAME[:KNOB]; None: the engine's
     approval: ApprovalMode = "ask"
     repeat_limit: int = 3  # the same failing call this many times in a row ends the turn
 
@@ -272,7 +273,7 @@ class Agent:
         tools = self.conversation.tools
         request = ChatRequest(self.conversation.request_messages(), tools, max_tokens=max_tokens,
                               temperature=self.settings.temperature, threshold=self.settings.threshold,
-                              on_step=self._on_step)
+                              policy=self.settings.policy, on_step=self._on_step)
         reply = ReplyReader(tools)
         watch = DegenerationWatch()
         runner.reset()

@@ -73,6 +73,7 @@ class ChatRequest:
     stop: tuple[str, ...] = ()
     threshold: float | None = None  # None: the engine's default
     seed: int | None = None
+    policy: str | None = None  # decoding policy, NAME[:KNOB] (engine/policies.py); None: the engine's
     # Called on the event loop thread after every denoising step (embedded engine only).
     on_step: Callable[[DenoiseStep], None] | None = None
 
@@ -87,6 +88,7 @@ class EngineInfo:
     # Where context_window came from: "engine" (the engine's own config), or for a server the
     # request that said it, or engine.window.ASSUMED while the server has not said.
     context_source: str = "engine"
+    policy: str | None = None  # the decoding policy, NAME:KNOB (engine/policies.py); None when not said
 
 
 @runtime_checkable

@@ -52,7 +52,7 @@ async def generate(engine: Engine, prompt: str, settings: Settings, *, show_step
                    out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     tint = out.isatty() and not os.environ.get("NO_COLOR")
     request = ChatRequest(messages=[{"role": "user", "content": prompt}], max_tokens=settings.max_tokens,
-                          temperature=settings.temperature, threshold=settings.threshold,
+                          temperature=settings.temperature, threshold=settings.threshold, policy=settings.policy,
                           on_step=(lambda step: print(step_line(step), file=err, flush=True)) if show_steps else None)
     start = time.perf_counter()
     generated = BlockTally()

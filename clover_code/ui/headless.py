@@ -344,7 +344,8 @@ def _fail(output: Output, code: int, reason: ExitReason, message: str, extra: JS
 
 
 # Result fields before a run has them.
-NO_RUN = {"session_id": None, "engine": None, "model": None, "context_window": None, "context_window_source": None}
+NO_RUN = {"session_id": None, "engine": None, "model": None, "context_window": None, "context_window_source": None,
+          "policy": None}
 
 
 def early_exit(fmt: str, code: int, reason: ExitReason, message: str) -> int:
@@ -385,9 +386,10 @@ def _said(code: int) -> int:
 
 
 def engine_facts(info: EngineInfo) -> JSONObject:
-    """The model and the context window the run worked against, and where the window came from."""
+    """The model, the context window the run worked against (and where the window came from) and
+    the decoding policy (None where a server does not say)."""
     return {"model": info.model, "context_window": info.context_window,
-            "context_window_source": info.context_source}
+            "context_window_source": info.context_source, "policy": info.policy}
 
 
 def _prepare(args: argparse.Namespace, settings: Settings, cwd: Path, build_agent: AgentBuilder, output: Output,

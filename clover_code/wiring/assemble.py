@@ -37,7 +37,7 @@ def build_engine(settings: Settings, on_progress: Callable[[float, str], None] |
     if name == "embedded":
         if not settings.model:
             raise EngineError(MODEL_HELP)
-        return make_engine("embedded", model=settings.model, threshold=settings.threshold,
+        return make_engine("embedded", model=settings.model, threshold=settings.threshold, policy=settings.policy,
                            block_size=settings.block_size, on_progress=on_progress,
                            checkpoint_mb=settings.checkpoint_mb, prefix_cache_mb=settings.prefix_cache_mb,
                            scaffold=settings.scaffold, draft=settings.copy_drafting)
@@ -46,7 +46,7 @@ def build_engine(settings: Settings, on_progress: Callable[[float, str], None] |
 
 def agent_settings(settings: Settings) -> AgentSettings:
     return AgentSettings(max_turns=settings.max_turns, max_tokens=settings.max_tokens,
-                         temperature=settings.temperature, threshold=settings.threshold,
+                         temperature=settings.temperature, threshold=settings.threshold, policy=settings.policy,
                          approval=settings.approval)
 
 

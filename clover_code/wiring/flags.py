@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from clover_code.config import ENV_VARS, load_settings
+from clover_code.engine.policies import PolicyError, parse_policy
 from clover_code.jsonsafe import JSONObject
 from clover_code.settings import ConfigError, Settings
 
@@ -21,7 +22,7 @@ Mode = Literal["tui", "headless", "generate", "doctor", "serve"]
 ENGINES_HELP = "embedded, remote or scripted:FILE"
 # Flag (argparse dest) -> the setting it sets; each mode's parser has some of them.
 FLAG_SETTINGS = ("engine", "model", "endpoint", "approval", "max_turns", "max_tokens", "temperature",
-                 "threshold", "block_size", "scaffold")
+                 "threshold", "policy", "block_size", "scaffold")
 RANGES: tuple[tuple[str, Callable[[float], bool], str], ...] = (
     ("max_turns", lambda v: v >= 1, "at least 1"),
     ("max_tokens", lambda v: v >= 1, "at least 1"),
@@ -62,6 +63,12 @@ def check_ranges(args: argparse.Namespace) -> None:
         value = getattr(args, name, None)
         if value is not None and not (math.isfinite(value) and ok(value)):  # argparse's float() reads inf and nan
             raise ConfigError(f"--{name.replace('_', '-')} {value}: must be {rule}")
+    policy = getattr(args, "policy", None)
+    if policy is not None:
+        try:
+            parse_policy(policy)
+        except PolicyError as e:
+            raise ConfigError(f"--policy: {e}") from None
 
 
 def check_engine(name: str) -> None:

@@ -53,7 +53,7 @@ def _serve(args: argparse.Namespace, settings: Settings, api_key: str | None) ->
 
     for notice in settings.notices:
         print(f"clover-code serve: {notice}", file=sys.stderr)
-    try:  # threshold, block size, scaffold and the state budgets as every other mode reads them
+    try:  # threshold, policy, block size, scaffold and the state budgets as every other mode reads them
         engine = build_engine(settings)
     except EngineError as exc:
         print(f"clover-code serve: {exc}", file=sys.stderr)

@@ -93,6 +93,9 @@ def test_sandbox_policy_keys_from_the_user_config(tmp_path):
     ("checkpoint_mb = inf", "checkpoint_mb = inf is not valid; it must be finite"),
     ("price_input_per_mtok = nan", "price_input_per_mtok = nan is not valid; it must be finite"),
     ("threshold = nan", "threshold = nan is not valid"),
+    ('policy = "fastest"', "policy = 'fastest' is not valid; it must be a decoding policy: threshold[:KNOB]"),
+    ('policy = "factor:-1"', "policy = 'factor:-1' is not valid"),
+    ("policy = 0.9", "policy = 0.9 is not valid"),
 ])
 def test_bad_values_in_the_user_config_are_clear_errors(tmp_path, line, message):
     path = tmp_path / "xdg/clover-code/config.toml"
@@ -156,3 +159,11 @@ def test_flags_refuse_what_is_not_a_finite_number_in_range(tmp_path, flag):
     args = main_parser().parse_args(["--task", "x", "--cwd", str(tmp_path), *flag])
     with pytest.raises(ConfigError, match=f"--{flag[0][2:]} {flag[1]}: must be"):
         settings_for("headless", args)
+
+
+def test_a_decoding_policy_from_the_user_config_flags_win_and_a_project_cannot_set_one(tmp_path):
+    write(tmp_path / "xdg/clover-code/config.toml", 'policy = "factor:2"\n')
+    write(tmp_path / "repo/.clover/config.toml", 'policy = "threshold:0.1"\n')
+    s = load_settings(tmp_path / "repo")
+    assert s.policy == "factor:2" and any("ignored policy" in n for n in s.notices)
+    assert load_settings(tmp_path / "repo", {"policy": "entropy:1"}).policy == "entropy:1"

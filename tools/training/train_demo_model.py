@@ -5,6 +5,7 @@
     python tools/training/train_demo_model.py train --run RUN [--kind attention|hybrid] [--steps N] [--minutes M]
                                                     [--device cuda --batch-tokens 65536 --workers 12]
     python tools/training/train_demo_model.py eval  --run RUN [--limit 150] [--sessions FILE] [--no-scaffold] [--draft]
+                                                    [--threshold T] [--policy NAME[:KNOB]]
                                                     [--json-out FILE] [--turns-out FILE]
     python tools/training/train_demo_model.py probe --run RUN --model DIR [--limit 20] [--sessions FILE]
     python tools/training/train_demo_model.py export --run RUN [--out clover_code/models/clover-demo]
@@ -388,7 +389,7 @@ def cmd_eval(args) -> int:
     sessions = load_sessions(str(args.sessions or args.run / "data" / "heldout.jsonl"))[: args.limit]
     turns: list[dict] | None = [] if args.turns_out else None
     report = evaluate(args.model, sessions, tool_schemas(), threshold=args.threshold, scaffold=args.scaffold,
-                      draft=args.draft, turns_out=turns)
+                      draft=args.draft, turns_out=turns, policy=args.policy)
     print(json.dumps(report, indent=2))
     if args.json_out:
         args.json_out.write_text(json.dumps(report, indent=2))
@@ -540,6 +541,8 @@ def main() -> int:
     e.add_argument("--limit", type=int, default=150)
     e.add_argument("--sessions", type=Path, help="held-out sessions to score (default: RUN/data/heldout.jsonl)")
     e.add_argument("--threshold", type=float, default=0.95)
+    e.add_argument("--policy", help="decoding policy NAME[:KNOB] (clover_code/engine/policies.py; default: the "
+                   "threshold rule at --threshold)")
     e.add_argument("--no-scaffold", dest="scaffold", action="store_false",
                    help="decode tool calls as plain text (the engine's default scaffolds them)")
     e.add_argument("--draft", action="store_true", help="copy drafting on (the engine's default is off)")

@@ -2,12 +2,13 @@
 
 Per block: start from mask tokens; each step asks the denoiser for logits of every
 position over the read-only committed prefix, and commits (in parallel) the masked
-positions whose confidence (max softmax probability, or the sampled token's
-probability when sampling; the mask token itself is never picked) is >= the
-threshold; when none passes, the single most confident one. The block ends when no
-needed position is masked. The clean block is handed to the next block's first
-denoise call as `commit`, so an adapter that can fuse "commit block k" with "first
-step of block k+1" does it in one forward pass.
+positions the decoding policy picks (engine/policies.py) from their confidence (max
+softmax probability, or the sampled token's probability when sampling; the mask token
+itself is never picked). The default policy is the model card's threshold rule: those at
+confidence >= the threshold; when none passes, the single most confident one. Every policy
+commits at least one position per pass. The block ends when no needed position is masked.
+The clean block is handed to the next block's first denoise call as `commit`, so an adapter
+that can fuse "commit block k" with "first step of block k+1" does it in one forward pass.
 
 A position is needed while it lies before the first committed stop token and within
 the `max_tokens` budget: once a stop token is committed and every position before it
@@ -31,6 +32,7 @@ import torch
 
 from clover_code.engine import DEFAULT_BLOCK_SIZE, DEFAULT_THRESHOLD, DenoiseStep
 from clover_code.engine.embedded.drafting import Draft
+from clover_code.engine.policies import Kind, Offer, Policy, Threshold
 
 
 class Guide(Protocol):
@@ -49,6 +51,11 @@ class Guide(Protocol):
         ...
 
     def allowed_prefix(self, start: int, tokens: list[int]) -> int: ...
+
+    def kinds(self, block: list[int], resolved: list[bool], picks: list[int]) -> list[Kind | None]:
+        """Per position, the kind of text it falls in, read along the committed tokens and the
+        picks from the frontier on (None before the frontier and past a pick ruled out)."""
+        ...
 
 
 class Drafter(Protocol):
@@ -79,7 +86,8 @@ class DecodeOptions:
     stop_ids: frozenset[int] = frozenset()
     block_size: int = DEFAULT_BLOCK_SIZE
     first_block_size: int | None = None  # shorter first block when blocks align to absolute positions
-    threshold: float = DEFAULT_THRESHOLD
+    threshold: float = DEFAULT_THRESHOLD  # the threshold rule's, and the confidence a draft must reach
+    policy: Policy | None = None  # which positions a pass commits; None: the threshold rule at `threshold`
     temperature: float = 0.0
     top_p: float = 1.0
     max_tokens: int = 4096
@@ -99,13 +107,15 @@ class BlockResult:
 class Pick:
     tokens: torch.Tensor  # [L] chosen token per position
     confidence: torch.Tensor  # [L] probability of the chosen token
+    entropy: torch.Tensor | None = None  # [L] nats of the distribution picked from, when asked
 
 
 def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float,
-                generator: torch.Generator | None = None, banned: int | None = None) -> Pick:
+                generator: torch.Generator | None = None, banned: int | None = None,
+                entropy: bool = False) -> Pick:
     """Greedy at temperature 0, else sample from the top-p nucleus of softmax(logits / T),
-    never the `banned` token. Runs where the logits are (a GPU keeps its `[L, V]`); the picks
-    come back to the CPU."""
+    never the `banned` token; with `entropy`, also each distribution's entropy. Runs where the
+    logits are (a GPU keeps its `[L, V]`); the picks come back to the CPU."""
     logits = logits.float()  # [L, V]
     if banned is not None:
         # out of place: a denoiser may keep a row of these logits (the next block's first)
@@ -115,7 +125,7 @@ def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float,
         # span a wide range, as a confident model's do (430 vs 70 us for [32, 320] here).
         probs = torch.softmax(logits, dim=-1)  # [L, V]
         confidence, tokens = probs.max(dim=-1)  # [L], [L]
-        return Pick(tokens.cpu(), confidence.cpu())
+        return Pick(tokens.cpu(), confidence.cpu(), _entropy(probs) if entropy else None)
     probs = torch.softmax(logits / temperature, dim=-1)  # [L, V]
     if top_p < 1.0:
         sorted_probs, order = probs.sort(dim=-1, descending=True)  # [L, V]
@@ -128,17 +138,18 @@ def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float,
     else:
         tokens = torch.multinomial(probs, 1, generator=generator).squeeze(-1).cpu()  # [L]
     confidence = probs.gather(-1, tokens.to(probs.device)[:, None]).squeeze(-1).cpu()  # [L]
-    return Pick(tokens, confidence)
+    return Pick(tokens, confidence, _entropy(probs) if entropy else None)
+
+
+def _entropy(probs: torch.Tensor) -> torch.Tensor:
+    entropy: torch.Tensor = torch.special.entr(probs).sum(-1)  # [L]; entr(0) = 0 where a token is banned
+    return entropy.cpu()
 
 
 def select_commits(confidence: list[float], active: list[bool], threshold: float) -> list[int]:
-    """Positions to commit: the active ones at or above the threshold; with none, the single
-    most confident active one. (Plain lists: a block is 32 numbers, and a torch op per check
-    cost more than the rest of a step outside the forward pass.)"""
-    chosen = [i for i, (c, a) in enumerate(zip(confidence, active, strict=True)) if a and c >= threshold]
-    if not chosen:
-        chosen = [max((i for i, a in enumerate(active) if a), key=confidence.__getitem__)]
-    return chosen
+    """The threshold rule (policies.Threshold): the active positions at or above the threshold;
+    with none, the single most confident active one."""
+    return Threshold(threshold).select(Offer(confidence, active))
 
 
 def needed_limit(block: list[int], resolved: list[bool], stop_ids: frozenset[int], budget: int) -> int:
@@ -200,6 +211,7 @@ def _decode_one(denoiser: Denoiser, pending: torch.Tensor | None, size: int, opt
     resolved = [False] * size
     steps = passes = 0
     guide, drafter = helpers.guide, helpers.drafter
+    policy = opts.policy or Threshold(opts.threshold)
     if guide is not None:
         guide.begin_block()
     if drafter is not None:
@@ -216,15 +228,15 @@ def _decode_one(denoiser: Denoiser, pending: torch.Tensor | None, size: int, opt
         steps += 1
         # the mask token is the input's "unknown", never an answer: a small model with tied
         # embeddings echoes it where it knows nothing, and a committed mask would be text
-        pick = pick_tokens(logits, opts.temperature, opts.top_p, generator, banned=opts.mask_id)
+        pick = pick_tokens(logits, opts.temperature, opts.top_p, generator, banned=opts.mask_id,
+                           entropy="entropy" in policy.wants)
         tokens, confidence = pick.tokens.tolist(), pick.confidence.tolist()
         if guide is not None:
             guide.constrain(logits, tokens, confidence, resolved)
         if draft is not None:
             chosen = draft.accepted(tokens, confidence, opts.threshold)
         else:
-            active = [not r and i < limit for i, r in enumerate(resolved)]
-            chosen = select_commits(confidence, active, opts.threshold)
+            chosen = policy.select(_offer(policy, pick, tokens, confidence, block, resolved, limit, guide))
         if drafter is not None:
             drafter.record(draft, tokens, chosen)
         for i in chosen:
@@ -239,6 +251,15 @@ def _decode_one(denoiser: Denoiser, pending: torch.Tensor | None, size: int, opt
     stopped = bool(committed) and committed[-1] in opts.stop_ids
     ms = (time.perf_counter() - start) * 1000
     return BlockResult(index, committed, passes, ms, "stop" if stopped else None), pending
+
+
+def _offer(policy: Policy, pick: Pick, tokens: list[int], confidence: list[float], block: list[int],
+           resolved: list[bool], limit: int, guide: Guide | None) -> Offer:
+    """What this pass offers the policy: the active positions (masked, needed), and what else it wants."""
+    active = [not r and i < limit for i, r in enumerate(resolved)]
+    entropy = pick.entropy.tolist() if pick.entropy is not None else None
+    kinds = guide.kinds(block, resolved, tokens) if guide is not None and "kinds" in policy.wants else None
+    return Offer(confidence, active, entropy, kinds)
 
 
 def _settle(guide: Guide | None, block: list[int], resolved: list[bool], stop_ids: frozenset[int],

@@ -27,6 +27,7 @@ from clover_code.engine.embedded.loading import Progress, load_checkpoint
 from clover_code.engine.embedded.stop_strings import StopStrings
 from clover_code.engine.embedded.thread_bridge import Relay, ThreadBridge
 from clover_code.engine.markup.scaffold import Grammars, Scaffold, ScaffoldStats
+from clover_code.engine.policies import Policy, PolicyError, Threshold, parse_policy, policy_spec
 
 if TYPE_CHECKING:
     import torch
@@ -51,6 +52,14 @@ def check_threshold(value: float) -> float:
     return value
 
 
+def check_policy(spec: str | None, threshold: float) -> Policy:
+    """The policy a spec names (None: the threshold rule at `threshold`), or an EngineError."""
+    try:
+        return parse_policy(spec, threshold) if spec else Threshold(threshold)
+    except PolicyError as e:
+        raise EngineError(str(e)) from None
+
+
 def _decode_error(e: BaseException) -> BaseException:
     return e if isinstance(e, EngineError) else EngineError(f"decoding failed: {e}")
 
@@ -66,13 +75,20 @@ class EmbeddedEngine:
     `checkpoint_mb` / `prefix_cache_mb` bound the hybrid state checkpoints and the cache of
     other conversations' prefixes (None: the defaults; 0: none kept). `scaffold=False` decodes
     tool calls as plain text (ids identical to the plain loop); `draft=True` turns copy drafting on.
+    `policy` (`NAME[:KNOB]`, engine/policies.py) picks the positions a pass commits; None, or a
+    bare `threshold`, is the threshold rule at `threshold`; `threshold:K` sets the threshold to K.
+    A request's `policy` replaces the engine's; a request's `threshold` is the threshold rule's
+    knob (and what a draft must reach) whatever the policy.
     """
 
     def __init__(self, model: str | Path, *, threshold: float | None = None, block_size: int | None = None,
                  device: str | None = None, dtype: str | None = None, on_progress: Progress | None = None,
                  checkpoint_mb: float | None = None, prefix_cache_mb: float | None = None,
-                 scaffold: bool = True, draft: bool = False):
+                 scaffold: bool = True, draft: bool = False, policy: str | None = None):
         self.threshold = check_threshold(threshold if threshold is not None else DEFAULT_THRESHOLD)
+        self.policy = check_policy(policy, self.threshold)
+        if isinstance(self.policy, Threshold):  # the threshold rule's knob is the threshold, drafts' too
+            self.threshold = self.policy.knob
         if block_size is not None and block_size < 1:
             raise EngineError(f"block size must be >= 1, got {block_size}")
         progress = on_progress or (lambda fraction, message: None)
@@ -91,7 +107,7 @@ class EmbeddedEngine:
                                       checkpoint_bytes=budgets["checkpoint_bytes"],
                                       prefix_cache_bytes=budgets["prefix_cache_bytes"])
         self.info = EngineInfo("embedded", str(checkpoint.path), checkpoint.context_window, self.block_size,
-                               self.threshold)
+                               self.threshold, policy=policy_spec(self.policy))
         self.stop_ids = checkpoint.stop_ids
         self.reused_tokens = 0  # prompt tokens the last request found already encoded
         self.last_reuse = self.denoiser.last_reuse  # the last request's reused / encoded / source
@@ -137,8 +153,17 @@ class EmbeddedEngine:
             first = self.block_size - prompt_len % self.block_size
         return DecodeOptions(mask_id=self.denoiser.props.mask_token_id, stop_ids=self.stop_ids,
                              block_size=self.block_size, first_block_size=first, threshold=threshold,
-                             temperature=request.temperature, top_p=request.top_p,
+                             policy=self._policy(request, threshold), temperature=request.temperature,
+                             top_p=request.top_p,
                              max_tokens=max(1, min(request.max_tokens, room)), seed=request.seed)
+
+    def _policy(self, request: ChatRequest, threshold: float) -> Policy:
+        """The request's policy, else the engine's; a request's threshold is the threshold rule's knob."""
+        if request.policy:
+            return check_policy(request.policy, threshold)
+        if request.threshold is not None and isinstance(self.policy, Threshold):
+            return Threshold(threshold)
+        return self.policy
 
     def _pending(self, prompt: list[int]) -> torch.Tensor:
         """The prompt tokens the cached prefix lacks `[P']`; a failure forgets the cache."""

@@ -19,11 +19,14 @@ from clover_code.engine.markup.json_grammar import (
     OPEN_OBJECT,
     WHITESPACE,
     Allowed,
+    Enum,
     Feed,
     Frame,
     JsonRules,
+    Key,
     Lit,
     Node,
+    Num,
     Schemas,
     Stack,
     Step,
@@ -33,6 +36,7 @@ from clover_code.engine.markup.json_grammar import (
     is_gap,
 )
 from clover_code.engine.markup.toolcalls import CLOSE, OPEN
+from clover_code.engine.policies import Kind
 
 FORCED_LIMIT = 256  # characters of forced text looked at once
 
@@ -67,6 +71,8 @@ class ParamValue(Frame):  # xml: free text until the closing tag; `matched` char
 
 
 FREE_FRAMES = (Top, Str, ParamValue)  # where text is the model's own
+VALUE_FRAMES = (Str, ParamValue, Num, Enum)  # a value's contents: the model's own text, more or less free
+NAME_FRAMES = (Key, Name, ParamName)  # a key or a tool's name: one of the schema's, spelt out
 
 
 class CallGrammar:
@@ -112,6 +118,16 @@ class CallGrammar:
 
     def inside_call(self, stack: Stack) -> bool:
         return len(stack) > 1
+
+    def kind(self, stack: Stack) -> Kind:
+        """Where the next character falls: prose (outside a call), a value's contents, a key or
+        tool name, or the call's structure (brackets, quotes, separators, tags)."""
+        frame = stack[-1]
+        if not self.inside_call(stack):
+            return "prose"
+        if isinstance(frame, VALUE_FRAMES):
+            return "string"
+        return "key" if isinstance(frame, NAME_FRAMES) else "structure"
 
     def allowed(self, stack: Stack) -> frozenset[str] | None:
         return self.lists[type(stack[-1])](stack)

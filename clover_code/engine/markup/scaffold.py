@@ -32,6 +32,7 @@ from clover_code.engine.markup.call_format import CallFormat
 from clover_code.engine.markup.call_grammar import CallGrammar
 from clover_code.engine.markup.json_grammar import Stack
 from clover_code.engine.markup.vocabulary import Vocabulary
+from clover_code.engine.policies import Kind
 
 if TYPE_CHECKING:
     import torch
@@ -66,6 +67,9 @@ class TokenGrammar:
 
     def inside_call(self, state: Stack) -> bool:
         return self.grammar.inside_call(state)
+
+    def kind(self, state: Stack) -> Kind:
+        return self.grammar.kind(state)
 
     def forced(self, state: Stack, prev: str) -> list[int]:
         """Tokens the grammar forces next (after text ending in `prev`): see Vocabulary.forced_tokens."""
@@ -177,6 +181,21 @@ class Scaffold:
             if token not in seen and self.grammar.step(self.state, token, strict=True) is not None:
                 return [(float(probs[token]), token)]
         return []
+
+    def kinds(self, block: list[int], resolved: list[bool], picks: list[int]) -> list[Kind | None]:
+        """Per position, the kind of text its token starts in (policies.Kind), read along the
+        block from the frontier: committed tokens, and the model's picks where masked (so
+        past the frontier it is the model's own guess of its context). None before the
+        frontier and from the first token the grammar rules out."""
+        kinds: list[Kind | None] = [None] * len(block)
+        state = self.state
+        for f in range(self.frontier, len(block) if not self.broken else 0):
+            kinds[f] = self.grammar.kind(state)
+            nxt = self.grammar.step(state, block[f] if resolved[f] else picks[f])
+            if nxt is None:
+                break
+            state = nxt
+        return kinds
 
     def allowed_prefix(self, start: int, tokens: list[int]) -> int:
         """How many of `tokens`, placed from position `start`, the grammar allows (0 unless

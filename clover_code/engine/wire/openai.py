@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from clover_code.engine import Block, ChatRequest, ToolCall
+from clover_code.engine.policies import PolicyError, parse_policy
 from clover_code.jsonsafe import JSON, JSONObject
 
 EXTENSION = "clover"
@@ -107,6 +108,19 @@ def _tools(tools: JSON) -> list[JSONObject]:
     return tools
 
 
+def _policy(policy: JSON) -> str | None:
+    """A decoding policy `NAME[:KNOB]` (engine/policies.py): checked here, applied by the engine."""
+    if policy is None:
+        return None
+    try:
+        if not isinstance(policy, str):
+            raise PolicyError("'policy' must be a string, NAME[:KNOB]")
+        parse_policy(policy)
+    except PolicyError as e:
+        raise WireError(str(e), param="policy") from None
+    return policy
+
+
 def _stop(stop: JSON) -> tuple[str, ...]:
     if stop is None:
         return ()
@@ -148,7 +162,7 @@ def parse_chat(body: JSON, *, max_tokens_limit: int) -> ChatCall:
     request = ChatRequest(
         messages=[_message(m, i) for i, m in enumerate(messages)], tools=tools, max_tokens=max_tokens,
         temperature=_number(body, "temperature", 0.0, 2.0, 0.0), top_p=_number(body, "top_p", 0.0, 1.0, 1.0),
-        stop=_stop(body.get("stop")), threshold=threshold, seed=seed)
+        stop=_stop(body.get("stop")), threshold=threshold, seed=seed, policy=_policy(body.get("policy")))
     return ChatCall(request, body.get("stream", False), model)
 
 
@@ -229,6 +243,8 @@ def request_json(request: ChatRequest, model: str, *, stream: bool = True) -> JS
         body["seed"] = request.seed
     if request.threshold is not None:
         body["threshold"] = request.threshold
+    if request.policy is not None:
+        body["policy"] = request.policy
     if request.tools:
         body["tools"] = request.tools
         body["tool_choice"] = "auto"

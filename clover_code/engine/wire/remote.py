@@ -300,7 +300,8 @@ class RemoteEngine:
         first = {} if self._model or not models else models[0]
         entry = next((m for m in models if isinstance(m, dict) and m.get("id") == self._model), first)
         self.info = dataclasses.replace(self.info, model=self._model or str(entry.get("id")),
-                                        block_size=entry.get("block_size"), threshold=entry.get("threshold"))
+                                        block_size=entry.get("block_size"), threshold=entry.get("threshold"),
+                                        policy=policy if isinstance(policy := entry.get("policy"), str) else None)
         self._resolved = True
         listed = field_window(entry)
         if listed is not None and not self._context:  # a window given to the constructor wins

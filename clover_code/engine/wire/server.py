@@ -228,7 +228,7 @@ class Server:
         info = self.engine.info
         card = {"id": self.model_name, "object": "model", "created": 0, "owned_by": "clover-code",
                 "context_window": info.context_window, "max_model_len": info.context_window,
-                "block_size": info.block_size, "threshold": info.threshold}
+                "block_size": info.block_size, "threshold": info.threshold, "policy": info.policy}
         return JSONResponse({"object": "list", "data": [card]})
 
     async def _body(self, request: Request) -> JSON:

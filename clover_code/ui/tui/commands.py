@@ -137,7 +137,7 @@ def _model(app: CommandHost, arg: str) -> None:
         info = app.agent.engine.info
         app.note(f"engine {info.name} · model {info.model} · context {info.context_window} "
                  f"tokens ({info.context_source}) · block {info.block_size} · "
-                 f"threshold {info.threshold}", "info")
+                 f"threshold {info.threshold} · policy {info.policy or 'not said'}", "info")
         return
     if app.busy:
         app.say("The agent is working: press Esc first.", severity="warning")

@@ -55,8 +55,9 @@ def helper_counts(stats) -> dict[str, int]:
 
 def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: float = 0.95,
              max_tokens: int = 768, scaffold: bool = True, draft: bool = False,
-             turns_out: list[dict] | None = None) -> dict:
-    """The figures over `sessions`; with `turns_out`, also one record per decoded turn
+             turns_out: list[dict] | None = None, policy: str | None = None) -> dict:
+    """The figures over `sessions`, decoded with `policy` (NAME[:KNOB], engine/policies.py;
+    None: the threshold rule at `threshold`); with `turns_out`, also one record per decoded turn
     appended to it (session, turn, the text written, each expected call right or not), so two
     runs can be compared call by call."""
     from clover_code.engine.embedded.engine import EmbeddedEngine
@@ -64,7 +65,7 @@ def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: fl
     from tools.training.demo_model.chat import is_target
 
     registry = default_registry()
-    engine = EmbeddedEngine(model, threshold=threshold, scaffold=scaffold, draft=draft)
+    engine = EmbeddedEngine(model, threshold=threshold, scaffold=scaffold, draft=draft, policy=policy)
     totals: dict[str, float] = defaultdict(float)
     by_group: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     by_call: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # "family turn.call tool" -> [exact, expected]
@@ -101,7 +102,8 @@ def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: fl
     return {**figures(totals), "families": {f: figures(v) for f, v in sorted(by_group.items())},
             **({"after_slip": figures(recovery)} if recovery else {}),
             "exact_by_call": {k: f"{right}/{n}" for k, (right, n) in sorted(by_call.items())},
-            "sessions": len(sessions), "threshold": threshold, "scaffold": scaffold, "draft": draft}
+            "sessions": len(sessions), "threshold": threshold, "policy": engine.info.policy, "scaffold": scaffold,
+            "draft": draft}
 
 
 def after_slip(messages: list[dict], i: int) -> bool:
