@@ -15,9 +15,10 @@ when its rule takes none), so a block always ends; the loop never offers the mas
                   at the threshold rule's 0.95 (without a scaffold, everything is prose)
 
 A policy is named `NAME[:KNOB]` (flags, config, a request body); `parse_policy` reads that and
-refuses anything else with a message that lists the names. Pure Python on lists of 32
-numbers: cheap to import (the config and the wire format check names with it) and cheaper per
-pass than a torch op.
+refuses anything else with a message that lists the names. A bare name takes the knob that
+kept the demo checkpoint's calls about as exact as the threshold rule's (docs/benchmarks.md,
+"Decoding policies"). Pure Python on lists of 32 numbers: cheap to import (the config and the
+wire format check names with it) and cheaper per pass than a torch op.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ class Factor:
     positions may commit at a lower confidence than many: the bound is on the chance that any
     of them is wrong together."""
 
-    knob: float = 1.0
+    knob: float = 0.5
     name: ClassVar[str] = "factor"
     wants: ClassVar[frozenset[str]] = frozenset()
 
@@ -132,7 +133,7 @@ class Context:
     """Thresholds by where a position falls (the scaffold's kinds): JSON structure, keys and
     tool names at the knob, string contents and prose at DEFAULT_THRESHOLD."""
 
-    knob: float = 0.7
+    knob: float = 0.8
     name: ClassVar[str] = "context"
     wants: ClassVar[frozenset[str]] = frozenset({"kinds"})
     LOW: ClassVar[frozenset[str]] = frozenset({"structure", "key"})
@@ -159,9 +160,9 @@ class Rule:
 
 POLICIES: dict[str, Rule] = {
     "threshold": Rule(Threshold, DEFAULT_THRESHOLD, lambda k: 0 < k <= 1, "a confidence in (0, 1]"),
-    "factor": Rule(Factor, 1.0, lambda k: k > 0, "a factor above 0"),
+    "factor": Rule(Factor, 0.5, lambda k: k > 0, "a factor above 0"),
     "entropy": Rule(Entropy, 0.1, lambda k: k >= 0, "a budget in nats, 0 or more"),
-    "context": Rule(Context, 0.7, lambda k: 0 < k <= 1, "a confidence in (0, 1]"),
+    "context": Rule(Context, 0.8, lambda k: 0 < k <= 1, "a confidence in (0, 1]"),
 }
 NAMES_HELP = ", ".join(f"{name}[:KNOB]" for name in POLICIES)
 

@@ -69,7 +69,8 @@ def test_names_and_knobs_as_a_user_writes_them():
     assert parse_policy(" Factor:2 ") == Factor(2.0)
     assert parse_policy("entropy") == Entropy(POLICIES["entropy"].default)
     assert parse_policy("context:0.6", threshold=0.8) == Context(0.6)
-    assert policy_spec(parse_policy("factor")) == "factor:1"
+    assert policy_spec(parse_policy("factor")) == "factor:0.5"
+    assert policy_spec(parse_policy("context")) == "context:0.8"
     for spec in ("threshold:0.9", "factor:0.5", "entropy:1.5", "context:0.4"):
         assert policy_spec(parse_policy(spec)) == spec
 

@@ -34,8 +34,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tools" / "bench")]
 from bench_machine import machine_info  # noqa: E402
 
 GOAL = {"tpf": 12.0, "exact_call_rate": 0.85, "valid_call_rate": 1.0}  # issue 46
-SWEEPS = ("threshold:0.95,0.9,0.8,0.7,0.5", "factor:0.25,0.5,1,2", "entropy:0.1,0.3,1,2",
-          "context:0.8,0.6,0.4")
+SWEEPS = ("threshold:0.95,0.9,0.8,0.7,0.5", "factor:0.25,0.4,0.5,0.6,0.75,1,2,4", "entropy:0.1,0.3,1,2,4",
+          "context:0.8,0.6,0.4")  # the points of docs/benchmarks.md
 QUICK_SWEEPS = ("threshold:0.95,0.7", "factor:1,3")
 QUICK_SEEDS = ((10_000_000, "fix-bug"), (10_000_001, "rename"))
 FIGURES = ("tpf", "valid_call_rate", "exact_call_rate", "turn_accuracy", "tokens", "forward_passes",
@@ -75,6 +75,15 @@ def measure(task: tuple[str, str, str, int | None, int, str]) -> tuple[str, str,
     return set_name, spec, figures
 
 
+def model_key(model: Path) -> str:
+    """The model as points record it: the shipped one by its place in the package, so that two
+    checkouts share their points."""
+    try:
+        return str(model.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(model.resolve())
+
+
 def point_path(out: Path, set_name: str, spec: str) -> Path:
     return out / "points" / set_name / f"{spec.replace(':', '_')}.json"
 
@@ -86,7 +95,7 @@ def run_points(sets: dict[str, Path], all_specs: list[str], out: Path, limit: in
     points: dict[str, dict[str, dict]] = {name: {} for name in sets}
     todo = []
     for name, path in sets.items():
-        setup = {"source": str(path), "limit": limit, "max_tokens": max_tokens, "model": str(model)}
+        setup = {"source": str(path), "limit": limit, "max_tokens": max_tokens, "model": model_key(model)}
         for spec in all_specs:
             saved = point_path(out, name, spec)
             kept = json.loads(saved.read_text()) if saved.exists() else {}
@@ -100,7 +109,7 @@ def run_points(sets: dict[str, Path], all_specs: list[str], out: Path, limit: in
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
         for done in as_completed([pool.submit(measure, task) for task in todo]):
             name, spec, figures = done.result()
-            figures.update(source=str(sets[name]), limit=limit, max_tokens=max_tokens, model=str(model))
+            figures.update(source=str(sets[name]), limit=limit, max_tokens=max_tokens, model=model_key(model))
             saved = point_path(out, name, spec)
             saved.parent.mkdir(parents=True, exist_ok=True)
             saved.write_text(json.dumps(figures, indent=1))
