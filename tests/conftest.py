@@ -102,3 +102,22 @@ def reply_with_second_call_cut(block_size: int) -> str:
 @pytest.fixture
 def second_call_cut() -> "Callable[[int], str]":
     return reply_with_second_call_cut
+
+
+def reply_with_debris_cut(block_size: int) -> str:
+    """A reply whose call (read_file README.md) is followed by markup debris as models write it
+    (`"}}`, a stray `</tool_call>`, `}}`), cut by a block boundary after the `"}}` (the
+    ScriptedEngine's blocks of `block_size` words), then prose, then a tag the reply's end cuts
+    off: what once reached the transcript as text."""
+    from clover_code.engine.scripted import split_tokens
+
+    for filler in range(block_size):
+        head = "Reading it." + " word" * filler + " " + _call_markup("read_file", path="README.md") + '"}}'
+        if len(split_tokens(head)) % block_size == 0:
+            return head + "\n</tool_call>}} Then done. </tool_c"
+    raise AssertionError(f"no reply of that shape for blocks of {block_size} words")
+
+
+@pytest.fixture
+def debris_cut() -> "Callable[[int], str]":
+    return reply_with_debris_cut

@@ -233,9 +233,7 @@ class Agent:
             self._emit_last(TurnFinished("cancelled", "", stats.as_dict()))
             raise
         except Exception as exc:  # a bug too must end the turn with a message, not hang a UI
-            source = error_source(exc)
-            message = str(exc) if source == "engine" else f"internal error: {describe_bug(exc)}"
-            self._emit_last(ErrorEvent(message, source, fatal=True))
+            self._emit_last(_error_event(exc, fatal=True))
             return TurnFinished("error", str(exc), stats.as_dict())
 
     async def _turns(self, task: str, stats: _Stats) -> TurnFinished:
@@ -310,7 +308,7 @@ class Agent:
         try:
             return await self._request(runner, stats, await self._fit_context())
         except ContextOverflow as exc:
-            if not (await self.compact(keep_tokens=self._keep_tokens())).dropped_messages:
+            if await self.compact(keep_tokens=self._keep_tokens()) is None:
                 raise self._nothing_to_drop(exc) from None
         return await self._request(runner, stats, await self._fit_context())
 
@@ -355,14 +353,45 @@ class Agent:
         self.emit(event)
         return event
 
-    async def compact(self, keep_tokens: int = 0) -> Compacted:
-        """Summarise older messages with the model, keep the recent ones verbatim (/compact)."""
-        before = self.conversation.tokens(self.engine)
+    async def compact(self, keep_tokens: int = 0) -> Compacted | None:
+        """Summarise older messages with the model, keep the recent ones verbatim (/compact, and
+        before a request that would overflow). A Notice says it runs: the summary is a model
+        request, seconds long. A summary that would not make the context smaller is discarded,
+        with a Notice, and the conversation stays as it was. None when nothing was compacted."""
         n = self.conversation.compaction_split(keep_tokens)
-        budget = max(MIN_REPLY_TOKENS, min(SUMMARY_TOKENS, self._free_tokens() // 4))  # it joins what is kept
-        summary = await summarise(self.engine, self.conversation.messages[:n], budget) if n else ""
         if not n:
-            return Compacted(0, before, before, "")
-        event = Compacted(n, before, self.conversation.tokens_after_compaction(n, summary, self.engine), summary)
+            return None
+        self.emit(Notice(f"Compacting the conversation: summarising {n} earlier messages…"))
+        before = self.conversation.tokens(self.engine)
+        now = self.conversation.count(self.conversation.request_messages(), self.engine)  # counted as `after` is
+        budget = max(MIN_REPLY_TOKENS, min(SUMMARY_TOKENS, self._free_tokens() // 4))  # it joins what is kept
+        summary = await summarise(self.engine, self.conversation.messages[:n], budget)
+        after = self.conversation.tokens_after_compaction(n, summary, self.engine)
+        if after >= now:
+            self.emit(Notice(f"Compaction discarded: the summary would not make the context smaller "
+                             f"({now} -> {after} tokens), so the conversation stays as it was."))
+            return None
+        event = Compacted(n, before, after, summary)
         self.emit(event)
         return event
+
+    def compaction(self) -> AsyncGenerator[Event, None]:
+        """/compact, its events as they happen: a Notice that it runs, then Compacted, or a
+        Notice saying why nothing was compacted; closing the iterator cancels it."""
+        return self._events_of(self._compact_for_user)
+
+    async def _compact_for_user(self) -> Event | None:
+        if not self.conversation.compaction_split(0):
+            return Notice("Nothing to compact yet: the conversation is short.")
+        try:
+            await self.compact()
+        except Exception as exc:  # a screen waiting on it gets a message, never a hang
+            return _error_event(exc, "compaction failed: ")
+        return None
+
+
+def _error_event(exc: Exception, doing: str = "", fatal: bool = False) -> ErrorEvent:
+    """What a failure tells the user: the engine's own message, or a bug of ours as one."""
+    source = error_source(exc)
+    message = str(exc) if source == "engine" else f"internal error: {describe_bug(exc)}"
+    return ErrorEvent(doing + message, source, fatal)

@@ -46,6 +46,8 @@ def test_a_small_window_is_learned_and_never_overrun(style, source, git_repo, cl
     assert sum(s.tools for s in accepted) == 4 and server.replies == []
     # Three reads do not fit beside the system prompt and tools: compacted before the window filled.
     assert any(e["type"] == "Compacted" for e in events), [e["type"] for e in events]
+    said = [i for i, e in enumerate(events) if e["type"] == "Notice" and e["text"].startswith("Compacting")]
+    assert said and said[0] < [e["type"] for e in events].index("Compacted")  # said while it ran
     assert result["result"] == "done"
 
 

@@ -12,7 +12,7 @@ from serving import serve_app
 
 from clover_code.engine import ChatRequest
 from clover_code.engine.embedded.engine import EmbeddedEngine
-from clover_code.engine.markup.toolcalls import split_text
+from clover_code.engine.markup.toolcalls import written_calls
 from clover_code.engine.wire.server import create_app
 from clover_code.models import demo_model
 from clover_code.tools import default_registry
@@ -50,7 +50,7 @@ def reply(e: EmbeddedEngine, tools=TOOLS, max_tokens: int = 96) -> str:
 
 
 def calls(text: str):
-    return [p for p in split_text(text) if not isinstance(p, str)]
+    return written_calls(text)
 
 
 def valid(call) -> bool:

@@ -83,7 +83,7 @@ def test_openai_client_streaming_one_chunk_per_block():
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_openai_client_gets_tool_calls_parsed_from_model_text(stream):
-    engine = scripted("Let me look. " + CALL)
+    engine = scripted("Let me look. " + CALL + ' "}}</tool_call>')  # markup debris is no content
     with serve_app(create_app(engine)) as url:
         out = openai.OpenAI(base_url=url, api_key="unused").chat.completions.create(
             model="tiny", messages=USER, tools=TOOLS, stream=stream)

@@ -37,7 +37,7 @@ from starlette.types import Receive, Scope, Send
 
 from clover_code import jsonsafe
 from clover_code.engine import Block, Engine, EngineError
-from clover_code.engine.markup.toolcalls import ParsedCall, ToolCallParser
+from clover_code.engine.markup.toolcalls import Debris, ParsedCall, Segment, ToolCallParser
 from clover_code.engine.wire.openai import (
     ChatCall,
     WireError,
@@ -168,7 +168,7 @@ class Reply:
         self.completion_tokens = 0
 
     def split(self, block: Block) -> tuple[str, list[JSONObject]]:
-        segments: list[str | ParsedCall] = [block.text]
+        segments: list[Segment] = [block.text]
         if self.parser is not None:
             segments = self.parser.feed_segments(block.text)
             if block.finish:
@@ -177,6 +177,8 @@ class Reply:
         for seg in [*segments, *block.tool_calls]:
             if isinstance(seg, str):
                 text.append(seg)
+                continue
+            if isinstance(seg, Debris):  # markup, not content
                 continue
             call = seg.call if isinstance(seg, ParsedCall) else seg
             if call is None:

@@ -188,11 +188,10 @@ def _compact(app: CommandHost, arg: str) -> None:
     async def compact() -> None:
         app.status.show(state="working")
         try:
-            event = await agent.compact()
+            async for event in agent.compaction():  # that it runs, then what came of it
+                app.apply_events([event])
         except Exception as exc:
             app.report(exc, "compaction failed: ")
-        else:
-            app.apply_events([event])
         app.status.show(state="ready")
 
     app.in_background(compact())
