@@ -87,6 +87,9 @@ class EngineInfo:
     # Where context_window came from: "engine" (the engine's own config), or for a server the
     # request that said it, or engine.window.ASSUMED while the server has not said.
     context_source: str = "engine"
+    # count_tokens renders the request with the model's own chat template and tokenizer, so it
+    # is the count the model will see; False: an estimate (a user is told which it is).
+    exact_count: bool = False
 
 
 @runtime_checkable

@@ -27,7 +27,7 @@ async def test_an_internal_error_keeps_its_traceback(repo, monkeypatch):
         monkeypatch.undo()
         await send(pilot, "again")
         await idle(pilot)
-        assert app.stats.turns == 2
+        assert app.ledger.finished == 2
 
 
 async def test_a_degenerate_reply_stops_with_a_note(repo):

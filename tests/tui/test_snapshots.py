@@ -91,7 +91,7 @@ def test_help_and_denoise_screen(snap_compare, repo):
     async def show(pilot):
         await before(pilot)
         await pilot.press(*"/help", "enter", "f2")
-        app._on_step(DenoiseStep(2, 3, tuple(i % 3 != 0 for i in range(32)), (1, 4, 7)))
+        app.driver.on_step(DenoiseStep(2, 3, tuple(i % 3 != 0 for i in range(32)), (1, 4, 7)))
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=show)

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.settings import Settings
 from clover_code.ui.tui.app import CloverApp, make_app
@@ -64,6 +66,14 @@ async def converse(pilot, *tasks: str) -> None:
     for task in tasks:
         await send(pilot, task)
         await idle(pilot)
+
+
+def plain(renderable: Any) -> str:
+    """What a widget's content reads as on a 120-column screen, without colours."""
+    console = Console(width=120, color_system=None)
+    with console.capture() as out:
+        console.print(renderable)
+    return out.get()
 
 
 def notes(app: CloverApp) -> str:

@@ -1,10 +1,11 @@
 """What the completion popup offers for the word at the editor's cursor, and its keys.
 
-`/` at the start of the message offers the slash commands (Enter runs the chosen one, Tab
-only completes it; typed before text already there, Enter runs the command alone and leaves
-that text in the editor); `@` after a space or at the start offers the workspace's files and folders
-(Enter or Tab completes; a folder keeps the popup open on what is inside). Up/Down move,
-Esc closes. With the popup closed, every key is the editor's as before.
+`/` at the start of the message offers the slash commands, as the command table lists them
+when it is typed (commands/table.py: one registered later is offered too). Enter runs the
+chosen one, Tab only completes it; typed before text already there, Enter runs the command
+alone and leaves that text in the editor. `@` after a space or at the start offers the
+workspace's files and folders (Enter or Tab completes; a folder keeps the popup open on what
+is inside). Up/Down move, Esc closes. With the popup closed, every key is the editor's as before.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from clover_code.ui.tui.widgets.completion_popup import (
 )
 
 _AT_WORD = re.compile(r"(?:^|(?<=\s))@([^\s@]*)$")
-_HELP_LINE = re.compile(r"^  (/\S+)(?: (\S.*?))?\s{2,}(\S.*)$")
 
 
 @dataclass(frozen=True)
@@ -48,17 +48,6 @@ class Editor(Protocol):
     def submit(self) -> None: ...
 
     def submit_alone(self, command: str) -> None: ...
-
-
-def commands_from_help(help_text: str) -> list[Completion]:
-    """The slash commands as the help lists them (`  /name [ARG]   what it does`): one source."""
-    found = []
-    for line in help_text.splitlines():
-        match = _HELP_LINE.match(line)
-        if match:
-            name, arg, what = match.groups()
-            found.append(Completion(name, f"{arg + '  ' if arg else ''}{what}"))
-    return found
 
 
 def word_at(text_lines: list[str], row: int, col: int) -> Word | None:
@@ -108,7 +97,7 @@ def _rank(path: str, needle: str) -> int | None:
 class Completer:
     """Keeps the popup in step with the editor; takes the keys that move or pick in it."""
 
-    def __init__(self, editor: Editor, popup: CompletionPopup, commands: list[Completion],
+    def __init__(self, editor: Editor, popup: CompletionPopup, commands: Callable[[], list[Completion]],
                  files: Callable[[], list[str]]) -> None:
         self.editor, self.popup, self.commands, self.files = editor, popup, commands, files
         self.word: Word | None = None
@@ -128,7 +117,7 @@ class Completer:
             self.popup.close()
         elif word.kind == "command":
             typed = word.typed.lower()
-            found = [c for c in self.commands if c.value[1:].startswith(typed)]
+            found = [c for c in self.commands() if c.value[1:].startswith(typed)]
             found.sort(key=lambda c: c.value[1:] != typed)  # `/mode` typed out: /mode first, then /model
             self.popup.show(found)
         else:

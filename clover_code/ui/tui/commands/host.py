@@ -1,7 +1,7 @@
 """CommandHost: what a slash command may use of the app, and nothing else.
 
-The app (clover_code.ui.tui.app.CloverApp) is one; the commands (commands.py) are typed
-against this, so they never import the app and the app imports them at the top.
+The app (clover_code.ui.tui.app.CloverApp) is one; the commands are typed against this, so
+they never import the app and the app imports them at the top.
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from clover_code.settings import Settings
-from clover_code.ui.tui.session_stats import SessionStats
+from clover_code.ui.tui.ledger import SessionLedger
 from clover_code.ui.tui.transcript_turns import TranscriptTurns
-from clover_code.ui.tui.usage import UsageLog
 from clover_code.ui.tui.widgets.conversation import ConversationView
 from clover_code.ui.tui.widgets.status_bar import StatusBar
 
@@ -28,13 +27,16 @@ Severity = Literal["information", "warning", "error"]
 class CommandHost(Protocol):
     settings: Settings  # changed by /model and /mode: the next agent is built from them
     cwd: Path
-    stats: SessionStats
-    usage: UsageLog  # tokens per turn (/cost)
-    turns: TranscriptTurns  # where each turn starts in the transcript (rewind)
+    ledger: SessionLedger  # tokens per turn (/cost), the session's figures (/stats)
 
     @property
     def agent(self) -> Agent | None:
         """None while the model loads (or when it failed to)."""
+        ...
+
+    @property
+    def turns(self) -> TranscriptTurns:
+        """Where each turn starts in the transcript (rewind)."""
         ...
 
     @property
@@ -78,7 +80,13 @@ class CommandHost(Protocol):
         """A fresh conversation on the same agent."""
         ...
 
-    def apply_events(self, events: list[Event], live: bool = True) -> None: ...
+    def apply_events(self, events: list[Event], live: bool = True) -> None:
+        """Draw and count events a command got from the agent (a compaction, a rewind)."""
+        ...
+
+    def run_command(self, line: str) -> None:
+        """Run a command line as if typed (`/resume ID` once a picker chose the session)."""
+        ...
 
     def push_screen(self, screen: Any, callback: Callable[[Any], None] | None = None) -> Any:
         """Open a picker (a modal screen); `callback(result)` when it closes."""
