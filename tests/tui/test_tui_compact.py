@@ -13,7 +13,7 @@ async def test_a_compact_that_does_not_shrink_is_discarded_and_shown_while_it_ru
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot)
         await converse(pilot, "first", "second")
-        messages, context = list(app.agent.conversation.messages), app.stats.context_used
+        messages, context = list(app.agent.conversation.messages), app.ledger.context
         await send(pilot, "/compact")
         await wait_for(pilot, lambda: "Compacting the conversation" in notes(app))
         assert "Compaction discarded" not in notes(app)  # said while the model writes the summary
@@ -21,7 +21,7 @@ async def test_a_compact_that_does_not_shrink_is_discarded_and_shown_while_it_ru
         await wait_for(pilot, lambda: "Compaction discarded" in notes(app))
         await wait_for(pilot, lambda: app.status.info.state == "ready")
         assert app.agent.conversation.messages == messages and app.agent.conversation.compactions == []
-        assert app.stats.context_used == context and "compacted:" not in notes(app)
+        assert app.ledger.context == context and "compacted:" not in notes(app)
         await converse(pilot, "third")
         sent = [m["content"] for m in app.agent.engine.requests[-1].messages[1:]]
         assert sent == ["first", "One.", "second", "Two.", "third"]
