@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from clover_code.sandbox.gitrun import Git, GitResult, Repository
 from clover_code.tools import ToolContext, ToolError, ToolResult
 from clover_code.tools.shell import OutputCap
+from clover_code.tools.touches import ROOT, Touches
 from clover_code.tools.workspace.checkpoints import Checkpoints
 
 __all__ = ["TOOLS", "Checkpoints", "GitCommit", "GitDiff", "GitLog", "GitStatus", "workspace_git"]
@@ -70,6 +71,9 @@ class GitStatus:
     class Args(BaseModel):
         pass
 
+    def touches(self, args: Args) -> Touches:
+        return Touches(reads=(ROOT,))
+
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         def status(g: _Git) -> ToolResult:
             lines = g.out("status", "--short", "--branch").splitlines()
@@ -94,6 +98,9 @@ class GitDiff:
         staged: bool = Field(False, description="Show staged changes (the index against HEAD) "
                              "instead of unstaged ones (the work tree against the index).")
         path: str | None = Field(None, description="Limit the diff to this file or directory.")
+
+    def touches(self, args: Args) -> Touches:
+        return Touches(reads=(args.path or ROOT,))
 
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         def diff(g: _Git) -> ToolResult:
@@ -120,6 +127,9 @@ class GitLog:
         n: int = Field(10, ge=1, le=200, description="How many commits to show, newest first.")
         path: str | None = Field(None, description="Only commits that touched this file or directory.")
 
+    def touches(self, args: Args) -> Touches:
+        return Touches(reads=(args.path or ROOT,))
+
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         def log(g: _Git) -> ToolResult:
             if not g.has_commits():
@@ -142,6 +152,10 @@ class GitCommit:
             None, description="Commit only these files or directories (new, changed or deleted); "
             "default: every change in the work tree."
         )
+
+    def touches(self, args: Args) -> Touches:
+        """It reads the files it commits and writes the repository's history, not the work tree."""
+        return Touches(reads=tuple(args.paths or (ROOT,)), label=args.message)
 
     async def preview(self, args: Args, ctx: ToolContext) -> str:
         """What is approved: the message and the files the commit would take, as `git status

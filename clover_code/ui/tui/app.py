@@ -42,7 +42,6 @@ from clover_code.agent.events import (
     UserShell,
     error_source,
 )
-from clover_code.agent.permissions import rule_for_always
 from clover_code.agent.session import SessionError, sessions_dir
 from clover_code.engine import DenoiseStep, ToolCall
 from clover_code.settings import Settings
@@ -73,7 +72,7 @@ from clover_code.ui.tui.widgets.denoise_view import DenoiseView
 from clover_code.ui.tui.widgets.input_editor import InputEditor
 from clover_code.ui.tui.widgets.spinner import Spinner, SpinnerState
 from clover_code.ui.tui.widgets.status_bar import StatusBar, short_model
-from clover_code.ui.tui.widgets.tool_card import parse_arguments, summarize, tool_label
+from clover_code.ui.tui.widgets.tool_card import summarize, tool_label
 
 if TYPE_CHECKING:  # types only: the first paint must not wait for the agent's imports
     from clover_code.agent.loop import Agent
@@ -251,10 +250,8 @@ class CloverApp(App[int]):
     def _close_engine(self, replaced: Agent) -> None:
         """The replaced agent's engine lets its model and connections go, its log its file
         (the new agent has the same log open when it goes on with the conversation)."""
-        if self.agent is None or replaced.engine is not self.agent.engine:
-            self.run_worker(replaced.engine.aclose(), group="close", exit_on_error=False)
-        if replaced.session is not None:
-            replaced.session.close()
+        shared = self.agent is not None and replaced.engine is self.agent.engine
+        self.run_worker(replaced.aclose(engine=not shared), group="close", exit_on_error=False)
 
     @on(AgentFailed)
     def _agent_failed(self, message: AgentFailed) -> None:
@@ -416,14 +413,14 @@ class CloverApp(App[int]):
                                                       for a in event.attachments), "dim")
         elif isinstance(event, ToolCallParsed):
             self.stats.tool_calls += 1
-            view.card(event.call, new=True)
+            view.card(event.call, new=True, touches=event.touches)
         elif isinstance(event, ApprovalNeeded):
             view.card(event.call).set_status("approval")
         elif isinstance(event, ApprovalAnswered):
             if event.answer == "no":
                 view.card(event.call).set_status("denied")
         elif isinstance(event, ToolStarted):
-            live_shell.started(view, event.call, live)
+            live_shell.started(view, event, live)
             if live:
                 self._running_tool = (event.call, time.monotonic())  # the spinner names it
         elif isinstance(event, ToolOutput):
@@ -494,18 +491,8 @@ class CloverApp(App[int]):
     def _ask(self, message: ApprovalRequested) -> None:
         self._pending_answer = message.answer
         self.editor.display = False  # its rows go to the preview; nothing can be typed meanwhile
-        self.query_one(ApprovalPrompt).ask(message.request, self._always_rule(message.request))
+        self.query_one(ApprovalPrompt).ask(message.request)
         self._keep_bottom()
-
-    def _always_rule(self, request: ApprovalNeeded) -> str:
-        """The rule an "always" answer would add, as the agent will make it (agent/calls.py)."""
-        permissions = self.agent.permissions if self.agent is not None else None
-        arguments = parse_arguments(request.call.arguments) or {}
-        try:
-            return rule_for_always(request.kind, request.call.name, arguments,
-                                   permissions.root if permissions is not None else None)
-        except Exception:  # arguments the rule cannot be made from: the legend names the tool
-            return ""
 
     @on(ApprovalPrompt.Answered)
     def _answered(self, message: ApprovalPrompt.Answered) -> None:
@@ -642,7 +629,9 @@ class CloverApp(App[int]):
         tokens = turn.tokens_out if turn is not None else 0
         if self._running_tool is not None and not waiting:
             call, since = self._running_tool
-            return SpinnerState(label, tokens, tool_label(call.name), summarize(call, 500), since)
+            card = self.view.cards.get(call.id)
+            what = summarize(card.touches if card is not None else None, 500)
+            return SpinnerState(label, tokens, tool_label(call.name), what, since)
         return SpinnerState(label, tokens)
 
     def action_toggle_denoise(self) -> None:
