@@ -7,12 +7,11 @@ import asyncio
 import os
 from pathlib import Path
 
-from agent_helpers import RecordingApprover, call, collect
-
 from clover_code.agent.loop import Agent
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.settings import Settings
 from clover_code.wiring.assemble import build_agent
+from tests.support.agent import RecordingApprover, call, collect
 
 
 class ClosingEngine(ScriptedEngine):

@@ -5,8 +5,6 @@ import json
 import subprocess
 import time
 
-from agent_helpers import call, collect, kinds
-
 from clover_code.agent.events import (
     BlockCommitted,
     ErrorEvent,
@@ -16,6 +14,7 @@ from clover_code.agent.events import (
     TurnFinished,
 )
 from clover_code.engine.scripted import ScriptedEngine
+from tests.support.agent import call, collect, kinds
 
 CALC = "def add(a, b):\n    return a - b\n"
 

@@ -7,7 +7,6 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from agent_helpers import RecordingApprover, call, collect
 from pydantic import BaseModel
 
 from clover_code.agent.calls import DECLINED
@@ -19,6 +18,7 @@ from clover_code.engine.scripted import ScriptedEngine
 from clover_code.tools import BoundCall, Registry, ToolContext, ToolResult, default_registry
 from clover_code.tools.touches import UNKNOWN, Touches
 from clover_code.tools.workspace import Workspace
+from tests.support.agent import RecordingApprover, call, collect
 
 EDIT = {"path": "src/a.py", "old_string": "x", "new_string": "y"}
 SHELL = {"command": "pytest -q tests"}

@@ -4,7 +4,7 @@ into the TUI (two calls, the second cut by a block boundary: tests/tui/test_tui_
 
 import json
 
-from e2e_support import scripted, write_replies
+from tests.support.e2e import scripted, write_replies
 
 MARKUP = ("<tool_call", "tool_call>", '"name"', '"arguments"', "*.md")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from textual.containers import VerticalScroll
 from textual.widgets import Static
-from tui_helpers import call, idle, ready, scripted_app, wait_for
 
 from clover_code.ui.tui.widgets.approval_prompt import ApprovalPrompt
+from tests.support.tui import call, idle, ready, scripted_app, wait_for
 
 OLD = "".join(f"value_{i} = {i}\n" for i in range(200))
 NEW = "".join(f"value_{i} = {i * 2}\n" for i in range(200))

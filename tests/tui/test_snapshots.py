@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 
-from tui_helpers import ready, scripted_app
-
 from clover_code.agent.events import (
     ApprovalNeeded,
     BlockCommitted,
@@ -22,6 +20,7 @@ from clover_code.agent.events import (
 from clover_code.engine import Block, DenoiseStep, ToolCall
 from clover_code.tools.touches import Touches
 from clover_code.ui.tui.messages import ApprovalRequested
+from tests.support.tui import ready, scripted_app
 
 SIZE = (100, 34)
 EDIT = ToolCall("c1", "edit_file", '{"path": "app.py", "old_string": "a - b", "new_string": "a + b"}')
