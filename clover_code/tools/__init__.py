@@ -4,8 +4,8 @@ Each tool declares its arguments as a pydantic model: that model is the one sour
 of its JSON schema and of argument validation. Description texts live in
 `prompts/tools/<name>.md` (installed as the package clover_code.prompts). The registry
 validates a call once and hands back a BoundCall: its kind, what it touches (tools/touches.py),
-what the user approves and how it runs. Nothing raises past them: every failure comes back as a ToolResult or a message
-the model can read.
+what the user approves and how it runs. Nothing raises past them: every failure comes back as
+a ToolResult or a message the model can read.
 """
 
 from __future__ import annotations
