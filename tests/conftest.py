@@ -54,9 +54,7 @@ def cli():
 
 def _tiny_checkpoint(tmp_path_factory, kind: str) -> Path:
     """Build a peaked tiny checkpoint (tools/training/make_tiny_model.py) once per test session."""
-    if str(ROOT / "tools" / "training") not in sys.path:
-        sys.path.insert(0, str(ROOT / "tools" / "training"))
-    from make_tiny_model import make_tiny_model
+    from tools.training.make_tiny_model import make_tiny_model
     return make_tiny_model(tmp_path_factory.mktemp(f"tiny_{kind}"), kind, peaked=True)
 
 

@@ -93,9 +93,19 @@ class CallRunner:
     def submit(self, parsed: ParsedCall, markup: str = "") -> None:
         """`markup`: the call as written in the reply's text ("" for a structured call)."""
         call = parsed.call or ToolCall(new_call_id(), parsed.name or "invalid_tool_call", parsed.raw)
-        self.emit(ToolCallParsed(call, parsed.error, markup))
+        bound = self._bind(call, parsed.error)
+        touches = bound.touches if isinstance(bound, BoundCall) else None
+        self.emit(ToolCallParsed(call, parsed.error, markup, touches))
         before = self.tasks[-1] if self.tasks else None
-        self.tasks.append(asyncio.create_task(self._after(before, call, parsed.error)))
+        self.tasks.append(asyncio.create_task(self._after(before, call, bound)))
+
+    def _bind(self, call: ToolCall, error: str | None) -> BoundCall | str:
+        """The call ready to run, or what the model is told when it cannot (malformed markup, bad
+        arguments). Bound once, as it is parsed: what it touches is said then, and is what runs."""
+        if error is not None:
+            return f"Error: {error}. {FORMAT_HINT}"
+        bound = self.registry.bind(call.name, call.arguments, self.ctx)
+        return f"Error: {bound}" if isinstance(bound, str) else bound
 
     async def results(self) -> list[ToolFinished]:
         return [await task for task in self.tasks]
@@ -106,28 +116,25 @@ class CallRunner:
         await asyncio.gather(*self.tasks, return_exceptions=True)
 
     async def _after(self, before: asyncio.Task[ToolFinished] | None, call: ToolCall,
-                     error: str | None) -> ToolFinished:
+                     bound: BoundCall | str) -> ToolFinished:
         if before is not None:
             await asyncio.wait([before])  # order only; its outcome is its own
         try:
-            if error is not None:
-                return self._finish(call, False, f"Error: {error}. {FORMAT_HINT}")
-            return await self._execute(call)
+            if isinstance(bound, str):
+                return self._finish(call, False, bound)
+            return await self._execute(call, bound)
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as exc:  # a bug here must not end the session
             return self._finish(call, False, f"{call.name} failed unexpectedly: {type(exc).__name__}: {exc}")
 
-    async def _execute(self, call: ToolCall) -> ToolFinished:
-        bound = self.registry.bind(call.name, call.arguments, self.ctx)
-        if isinstance(bound, str):
-            return self._finish(call, False, f"Error: {bound}")
+    async def _execute(self, call: ToolCall, bound: BoundCall) -> ToolFinished:
         refusal = await self._permit(call, bound)
         if refusal is None:
             refusal = await self._checkpoint(bound.kind)
         if refusal is not None:
             return self._finish(call, False, refusal)
-        self.emit(ToolStarted(call))
+        self.emit(ToolStarted(call, bound.touches))
         start = time.perf_counter()
         result = await run_relayed(bound, call, self.emit)
         seconds = time.perf_counter() - start
@@ -136,8 +143,8 @@ class CallRunner:
 
     async def _permit(self, call: ToolCall, bound: BoundCall) -> str | None:
         """None when the call may run; else what the model is told instead."""
-        kind, arguments = bound.kind, bound.arguments
-        decision = self.permissions.decide(call.name, kind, arguments)
+        kind, touches = bound.kind, bound.touches
+        decision = self.permissions.decide(call.name, kind, touches)
         if decision == "deny":
             return (f"Not allowed: {call.name} is a {kind} tool and this session is read-only; "
                     "only reading tools run. Tell the user what you would change.")
@@ -147,11 +154,13 @@ class CallRunner:
             preview = await bound.preview()
         except ToolError as exc:  # the call would fail anyway: no need to ask
             return str(exc)
-        answer = await self._ask(ApprovalNeeded(call, kind, preview))
+        rule = rule_for_always(kind, call.name, touches, self.permissions.root)
+        request = ApprovalNeeded(call, kind, preview, touches, rule)
+        answer = await self._ask(request)
         if answer == "always":
-            rule = rule_for_always(kind, call.name, arguments, self.permissions.root)
-            self.permissions.add_rule(rule)
-            self.emit(Notice(f"Allowed without asking from now on: {rule}"))
+            # Exactly the rule the request showed: what the user saw is what they allowed.
+            self.permissions.add_rule(request.always)
+            self.emit(Notice(f"Allowed without asking from now on: {request.always}"))
         return None if answer in ("yes", "always") else DECLINED
 
     async def _checkpoint(self, kind: ToolKind) -> str | None:

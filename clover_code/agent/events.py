@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from clover_code.engine import Block, EngineError, ToolCall
 from clover_code.jsonsafe import JSONObject
 from clover_code.tools import ToolKind
+from clover_code.tools.touches import Touches
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -65,6 +66,9 @@ class ToolCallParsed:
     # raw markup, `call.name` a best guess, and the call never runs.
     error: str | None = None
     markup: str = ""  # the call as written in the reply's text; "" for a call a server sent structured
+    # What it reads, writes and runs, as its tool declares (UIs name the call by it); None when it
+    # cannot run (malformed, an unknown tool, invalid arguments) and in logs from before it was said.
+    touches: Touches | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,8 @@ class ApprovalNeeded:
     call: ToolCall
     kind: ToolKind  # never "read": reads do not ask
     preview: str = ""  # a diff for edits, the command for shell
+    touches: Touches | None = None
+    always: str = ""  # the allow rule an "always" answer adds, exactly ("" in logs from before it was said)
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,7 @@ class ApprovalAnswered:
 @dataclass(frozen=True)
 class ToolStarted:
     call: ToolCall
+    touches: Touches | None = None  # as in ToolCallParsed (a user's own command has none before it)
 
 
 @dataclass(frozen=True)

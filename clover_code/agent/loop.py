@@ -44,7 +44,7 @@ from clover_code.agent.events import (
     error_source,
 )
 from clover_code.agent.mentions import attach_mentions
-from clover_code.agent.permissions import Approver, Permissions
+from clover_code.agent.permissions import Approver, Permissions, sandboxed
 from clover_code.agent.reply import ReplyPart, ReplyReader
 from clover_code.engine import ChatRequest, DenoiseStep, Engine, EngineError, ToolCall
 from clover_code.engine.markup.toolcalls import new_call_id
@@ -123,6 +123,23 @@ class Agent:
     def set_on_step(self, cb: Callable[[DenoiseStep], None] | None) -> None:
         self._on_step = cb
 
+    def set_mode(self, mode: ApprovalMode, sandbox: bool) -> None:
+        """The approval mode from now on (the TUI's /mode, Shift+Tab); `sandbox`: whether the user
+        chose sandboxed commands. The shell and git follow it, sandboxed in full-auto whatever the
+        choice, as when the agent was built so (wiring/assemble.tool_context)."""
+        self.permissions.mode = mode
+        self.ctx.sandbox = sandboxed(mode, sandbox)
+        if self.ctx.git is not None:  # checkpoints share this runner
+            self.ctx.git.sandbox = self.ctx.sandbox
+
+    async def aclose(self, *, engine: bool = True) -> None:
+        """Let go of the session log's file and, unless `engine` is False (an engine another agent
+        goes on with, or a process about to end), the engine's model and connections."""
+        if self.session is not None:
+            self.session.close()
+        if engine:
+            await self.engine.aclose()
+
     def emit(self, event: Event) -> None:
         if isinstance(event, TRANSIENT_EVENTS):  # for the screen only: a later event logs what it says
             if self._sink is not None:
@@ -181,7 +198,7 @@ class Agent:
         bound = self.registry.bind(call.name, call.arguments, self.ctx)
         if isinstance(bound, str):
             return UserShell(call, False, f"Error: {bound}", 0.0)
-        self.emit(ToolStarted(call))
+        self.emit(ToolStarted(call, bound.touches))
         start = time.perf_counter()
         result = await run_relayed(bound, call, self.emit)
         seconds = round(time.perf_counter() - start, 4)

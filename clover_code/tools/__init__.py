@@ -3,13 +3,14 @@
 Each tool declares its arguments as a pydantic model: that model is the one source
 of its JSON schema and of argument validation. Description texts live in
 `prompts/tools/<name>.md` (installed as the package clover_code.prompts). The registry
-validates a call once and hands back a BoundCall: its kind, what the user approves and how
-it runs. Nothing raises past them: every failure comes back as a ToolResult or a message
-the model can read.
+validates a call once and hands back a BoundCall: its kind, what it touches (tools/touches.py),
+what the user approves and how it runs. Nothing raises past them: every failure comes back as
+a ToolResult or a message the model can read.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable
@@ -24,6 +25,7 @@ from clover_code import jsonsafe
 from clover_code.errors import ToolError as ToolError  # re-exported: tools raise it from here
 from clover_code.jsonsafe import JSONObject
 from clover_code.sandbox.policy import SandboxPolicy
+from clover_code.tools.touches import UNKNOWN, Touches
 
 if TYPE_CHECKING:
     from clover_code.sandbox.gitrun import Git
@@ -47,6 +49,16 @@ class Tool(Protocol):
     Args: ClassVar[type[BaseModel]]
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult: ...
+
+
+@runtime_checkable
+class Declaring(Protocol):
+    """A tool that says what a call touches (every tool of clover-code's own does)."""
+
+    def touches(self, args: BaseModel) -> Touches:
+        """The paths the call reads and writes and the command it runs; only from `args`
+        (nothing is looked up: the answer must not change between asking and running)."""
+        ...
 
 
 @runtime_checkable
@@ -116,7 +128,20 @@ class BoundCall:
     @property
     def kind(self) -> ToolKind:
         kind = self.tool.kind
-        return kind if kind in TOOL_KINDS else "shell"  # a kind no one knows is treated as the riskiest
+        if kind not in TOOL_KINDS:
+            return "shell"  # a kind no one knows is treated as the riskiest
+        if kind == "read" and not isinstance(self.tool, Declaring):
+            return "edit"  # what it writes is unknown: it is not free to run as a read is
+        return kind
+
+    @functools.cached_property
+    def touches(self) -> Touches:
+        if not isinstance(self.tool, Declaring):
+            return UNKNOWN
+        try:
+            return self.tool.touches(self.args)
+        except Exception:  # a declaration that fails vouches for nothing (and must not end the session)
+            return UNKNOWN
 
     @property
     def arguments(self) -> JSONObject:

@@ -17,6 +17,7 @@ from clover_code.sandbox.gitlinks import GITLINK_MODE, NestedRepositoryError
 from clover_code.sandbox.gitrun import NO_NESTED, Git, GitResult, Repository
 from clover_code.tools import ToolContext, ToolError, ToolResult
 from clover_code.tools.shell import OutputCap
+from clover_code.tools.touches import ROOT, Touches
 from clover_code.tools.workspace.checkpoints import Checkpoints
 
 __all__ = ["TOOLS", "Checkpoints", "GitCommit", "GitDiff", "GitLog", "GitStatus", "workspace_git"]
@@ -73,6 +74,9 @@ class GitStatus:
     class Args(BaseModel):
         pass
 
+    def touches(self, args: Args) -> Touches:
+        return Touches(reads=(ROOT,))
+
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         def status(g: _Git) -> ToolResult:
             lines = g.out("status", NO_NESTED, "--short", "--branch").splitlines()
@@ -97,6 +101,9 @@ class GitDiff:
         staged: bool = Field(False, description="Show staged changes (the index against HEAD) "
                              "instead of unstaged ones (the work tree against the index).")
         path: str | None = Field(None, description="Limit the diff to this file or directory.")
+
+    def touches(self, args: Args) -> Touches:
+        return Touches(reads=(args.path or ROOT,))
 
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         def diff(g: _Git) -> ToolResult:
@@ -123,6 +130,9 @@ class GitLog:
         n: int = Field(10, ge=1, le=200, description="How many commits to show, newest first.")
         path: str | None = Field(None, description="Only commits that touched this file or directory.")
 
+    def touches(self, args: Args) -> Touches:
+        return Touches(reads=(args.path or ROOT,))
+
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         def log(g: _Git) -> ToolResult:
             if not g.has_commits():
@@ -145,6 +155,10 @@ class GitCommit:
             None, description="Commit only these files or directories (new, changed or deleted); "
             "default: every change in the work tree."
         )
+
+    def touches(self, args: Args) -> Touches:
+        """It reads the files it commits and writes the repository's history, not the work tree."""
+        return Touches(reads=tuple(args.paths or (ROOT,)), label=args.message)
 
     async def preview(self, args: Args, ctx: ToolContext) -> str:
         """What is approved: the message and the files the commit would take, as `git status

@@ -20,6 +20,7 @@ from clover_code.sandbox.limits import CommandLimits, kill_group, limit_note
 from clover_code.sandbox.policy import SandboxPolicy
 from clover_code.sandbox.seccomp import SocketFilter
 from clover_code.tools import ToolContext, ToolError, ToolResult
+from clover_code.tools.touches import ROOT, Touches
 
 HEAD_BYTES = 16_000  # kept from the start of the output
 TAIL_BYTES = 16_000  # kept from its end
@@ -173,6 +174,10 @@ class RunShell:
             None, gt=0, description="Seconds before the command and all its children are killed; "
             "can only lower the configured limit (default 120)."
         )
+
+    def touches(self, args: Args) -> Touches:
+        """A command may read and write anywhere in the workspace, whatever its cwd."""
+        return Touches(reads=(ROOT,), writes=(ROOT,), runs=args.command)
 
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         if not args.command.strip():

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import time
@@ -33,6 +32,7 @@ from clover_code.engine.tally import BlockTally
 from clover_code.errors import UserError
 from clover_code.jsonsafe import JSONObject
 from clover_code.settings import Settings
+from clover_code.tools.touches import Touches
 from clover_code.ui import signal_exit
 from clover_code.ui.exit_codes import (
     EXIT_CODES,
@@ -142,20 +142,9 @@ class Tally:
 
 # ---------------------------------------------------------------- progress on stderr
 
-def call_summary(call: ToolCall, width: int = 80) -> str:
-    """`read_file numkit/stats.py`: the tool and its most telling argument."""
-    try:
-        args = jsonsafe.loads(call.arguments or "{}")
-    except (json.JSONDecodeError, TypeError):
-        args = None
-    detail = ""
-    if isinstance(args, dict):
-        for key in ("command", "path", "pattern", "message", "query", "paths"):
-            if args.get(key):
-                value = args[key]
-                detail = " ".join(map(str, value)) if isinstance(value, list) else str(value)
-                break
-    detail = " ".join(detail.split())
+def call_summary(call: ToolCall, touches: Touches | None, width: int = 80) -> str:
+    """`read_file numkit/stats.py`: the tool and what its tool says the call touches."""
+    detail = " ".join((touches.summary if touches is not None else "").split())
     if len(detail) > width:
         detail = detail[: width - 1] + "…"
     return f"{call.name} {detail}".rstrip()
@@ -178,6 +167,7 @@ class Progress:
         self.show_text = show_text
         self.redactor = redactor or Redactor()
         self.line_start = True
+        self.touches: dict[str, Touches] = {}  # per call id, as its ToolCallParsed or ToolStarted says
 
     def write(self, text: str) -> None:
         """The one way to stderr: secrets redacted, terminal controls shown, never raw."""
@@ -197,12 +187,16 @@ class Progress:
         if isinstance(event, ev.TextDelta):
             if self.show_text:
                 self.write(event.text)
+        elif isinstance(event, (ev.ToolCallParsed, ev.ToolStarted)) and event.touches is not None:
+            self.touches[event.call.id] = event.touches
         elif isinstance(event, ev.ToolFinished):
             mark = "✓" if event.ok else "✗"
             why = "" if event.ok else ": " + failure_reason(event)
-            self.line(f"  {mark} {call_summary(event.call)} ({event.seconds * 1000:.0f} ms){why}")
+            what = call_summary(event.call, self.touches.pop(event.call.id, None))
+            self.line(f"  {mark} {what} ({event.seconds * 1000:.0f} ms){why}")
         elif isinstance(event, ev.ApprovalAnswered) and event.answer == "no":
-            self.line(f"  - declined {call_summary(event.call)} (no one to ask; see --approval)")
+            what = call_summary(event.call, self.touches.get(event.call.id))
+            self.line(f"  - declined {what} (no one to ask; see --approval)")
         elif isinstance(event, ev.Compacted):
             self.line(f"  · context compacted: {event.tokens_before} -> {event.tokens_after} tokens")
         elif isinstance(event, ev.Notice):
@@ -330,10 +324,8 @@ async def drive(agent: Agent, task: str, output: Output) -> tuple[int, ExitReaso
         for sig in signal_exit.SIGNALS:
             loop.remove_signal_handler(sig)
         signal_exit.catch_signals()
-        if not interrupted:  # the process ends now: no waiting for an engine to wind down
-            await agent.engine.aclose()
-        if agent.session is not None:
-            agent.session.close()
+        # Interrupted, the process ends now: no waiting for an engine to wind down.
+        await agent.aclose(engine=not interrupted)
     return exit_for(output.tally, interrupted)
 
 

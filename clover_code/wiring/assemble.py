@@ -11,7 +11,7 @@ from clover_code.agent.context import Conversation
 from clover_code.agent.events import ApprovalAnswered, Notice
 from clover_code.agent.instructions import load_instructions, render_system_prompt
 from clover_code.agent.loop import Agent, AgentSettings
-from clover_code.agent.permissions import Approver, Permissions
+from clover_code.agent.permissions import Approver, Permissions, sandboxed
 from clover_code.agent.session import SessionLog
 from clover_code.config import user_config_path
 from clover_code.engine import Engine, EngineError, make_engine
@@ -65,8 +65,7 @@ def tool_context(settings: Settings, root: Path) -> ToolContext:
     from clover_code.tools.workspace import Workspace
     from clover_code.tools.workspace.checkpoints import Checkpoints
 
-    # full-auto never asks, so its shell always runs sandboxed.
-    sandbox = settings.sandbox or settings.approval == "full-auto"
+    sandbox = sandboxed(settings.approval, settings.sandbox)
     policy = sandbox_policy(settings)
     git = Git(root, sandbox=sandbox, policy=policy)  # shell and git share one sandbox policy
     try:

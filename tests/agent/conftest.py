@@ -3,7 +3,6 @@
 from pathlib import Path
 
 import pytest
-from agent_helpers import RecordingApprover
 
 from clover_code.agent.loop import Agent, AgentSettings
 from clover_code.agent.permissions import Permissions
@@ -11,6 +10,7 @@ from clover_code.engine.scripted import ScriptedEngine
 from clover_code.tools import Registry, ToolContext, default_registry
 from clover_code.tools.workspace import Workspace
 from clover_code.tools.workspace.checkpoints import Checkpoints
+from tests.support.agent import RecordingApprover
 
 
 @pytest.fixture

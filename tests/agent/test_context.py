@@ -2,8 +2,6 @@
 
 import asyncio
 
-from agent_helpers import call, collect
-
 from clover_code.agent.context import SUMMARY_HEADER, Conversation, digest
 from clover_code.agent.events import (
     BlockCommitted,
@@ -18,6 +16,7 @@ from clover_code.agent.session import SessionLog
 from clover_code.engine import Block, ToolCall
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.tools import Registry, default_registry
+from tests.support.agent import call, collect
 
 
 def small_registry() -> Registry:

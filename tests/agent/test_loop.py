@@ -5,8 +5,6 @@ import json
 import subprocess
 import time
 
-from agent_helpers import call, collect, kinds
-
 from clover_code.agent.context import Conversation
 from clover_code.agent.events import (
     BlockCommitted,
@@ -19,6 +17,7 @@ from clover_code.agent.events import (
 )
 from clover_code.agent.session import SessionLog
 from clover_code.engine.scripted import ScriptedEngine
+from tests.support.agent import call, collect, kinds
 
 CALC = "def add(a, b):\n    return a - b\n"
 

@@ -4,11 +4,10 @@ on a real temp git repo with the real tools."""
 import asyncio
 import json
 
-from agent_helpers import call, collect
-
 from clover_code.agent.context import Conversation
 from clover_code.agent.events import Redone, Rewound, ToolFinished, ToolOutput, UserMessage, UserShell
 from clover_code.agent.session import SessionLog
+from tests.support.agent import call, collect
 
 
 def edit(old: str, new: str) -> str:

@@ -9,7 +9,8 @@ import sys
 import time
 
 import pytest
-from e2e_support import last_json, load_task, scripted, session_lines, tool_call, write_replies
+
+from tests.support.e2e import last_json, load_task, scripted, session_lines, tool_call, write_replies
 
 PROMPT = load_task("fix-median")["prompt"]
 

@@ -6,13 +6,10 @@ prompt and tools is one clear error."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
-from window_servers import WindowServer, serve_app
+from tests.support.window_servers import WindowServer, serve_app
 
 NOTES = "".join(f"note {i}: the quick brown fox jumps over the lazy dog\n" for i in range(40))  # ~600 tokens
 READS = [{"name": "read_file", "arguments": {"path": "notes.txt"}}] * 3

@@ -5,7 +5,7 @@ nor the markup debris a model may write after a closed call (`"}}</tool_call>}}`
 
 import json
 
-from e2e_support import scripted, write_replies
+from tests.support.e2e import scripted, write_replies
 
 MARKUP = ("<tool_call", "tool_call>", '"name"', '"arguments"', "*.md", "}", "</")
 

@@ -5,15 +5,15 @@ contents stay the model's."""
 
 import pytest
 import torch
-from test_call_grammar import TOOLS, XML_TEMPLATE, call
 from transformers import AutoTokenizer
-from wanting import WantingDenoiser, following
 
 from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
 from clover_code.engine.markup.call_format import probe_call_format
 from clover_code.engine.markup.scaffold import Grammars, Scaffold
 from clover_code.engine.markup.vocabulary import Vocabulary
 from clover_code.models import demo_model
+from tests.support.grammar import TOOLS, XML_TEMPLATE, call
+from tests.support.wanting import WantingDenoiser, following
 
 
 @pytest.fixture(scope="module", params=["json", "xml"])

@@ -7,8 +7,6 @@ import asyncio
 import openai
 import pytest
 import torch
-from reference import reference_decode
-from serving import serve_app
 
 from clover_code.engine import ChatRequest
 from clover_code.engine.embedded.engine import EmbeddedEngine
@@ -16,6 +14,8 @@ from clover_code.engine.markup.toolcalls import written_calls
 from clover_code.engine.wire.server import create_app
 from clover_code.models import demo_model
 from clover_code.tools import default_registry
+from tests.support.reference import reference_decode
+from tests.support.serving import serve_app
 
 TOOLS = default_registry().schemas()
 NAMES = {t["function"]["name"] for t in TOOLS}

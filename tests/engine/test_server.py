@@ -11,13 +11,13 @@ import time
 import httpx
 import openai
 import pytest
-from serving import serve_app
 
 from clover_code.engine import Block, ChatRequest
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.engine.wire.remote import RemoteEngine
 from clover_code.engine.wire.server import create_app
 from clover_code.engine.wire.window import ContextOverflow
+from tests.support.serving import serve_app
 
 WORDS = " ".join(f"w{i}" for i in range(20))  # 3 blocks of 8 words
 CALL = '<tool_call>{"name": "read_file", "arguments": {"path": "a.py"}}</tool_call>'

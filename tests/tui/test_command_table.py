@@ -4,13 +4,13 @@ dispatch; a command registered on a running app (as a user's own will be) joins 
 from __future__ import annotations
 
 import pytest
-from tui_helpers import notes, ready, scripted_app, send, wait_for
 
 from clover_code.settings import ConfigError
 from clover_code.ui.tui.commands.host import CommandHost
 from clover_code.ui.tui.commands.table import Command
 from clover_code.ui.tui.widgets.completion_popup import CompletionPopup
 from clover_code.ui.tui.widgets.input_editor import InputEditor
+from tests.support.tui import notes, ready, scripted_app, send, wait_for
 
 SIZE = (100, 30)
 

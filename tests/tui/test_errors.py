@@ -3,9 +3,8 @@ folder and the line saying where; the app goes on."""
 
 from __future__ import annotations
 
-from tui_helpers import idle, notes, ready, scripted_app, send, session_events
-
 from clover_code.agent.bug_log import errors_log
+from tests.support.tui import idle, notes, ready, scripted_app, send, session_events
 
 
 async def test_an_internal_error_keeps_its_traceback(repo, monkeypatch):

@@ -9,7 +9,6 @@ import asyncio
 
 from textual import events
 from textual.widgets import Static
-from tui_helpers import call, converse, idle, notes, plain, ready, scripted_app, send, wait_for
 
 from clover_code.ui.tui.prompt_history import PromptHistory
 from clover_code.ui.tui.widgets.assistant_message import AssistantMessage
@@ -22,6 +21,7 @@ from clover_code.ui.tui.widgets.spinner import Spinner
 from clover_code.ui.tui.widgets.tool_card import ToolCard
 from clover_code.ui.tui.widgets.usage_view import UsageView
 from clover_code.ui.tui.widgets.user_message import UserMessage
+from tests.support.tui import call, converse, idle, notes, plain, ready, scripted_app, send, wait_for
 
 SIZE = (100, 30)
 READ = call("read_file", path="app.py")

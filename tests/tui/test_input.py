@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 
 from textual import events
-from tui_helpers import idle, notes, ready, scripted_app, send, wait_for
 
 from clover_code.engine import DenoiseStep, EngineError
 from clover_code.settings import Settings
@@ -14,6 +13,7 @@ from clover_code.ui.tui.widgets.completion_popup import CompletionPopup
 from clover_code.ui.tui.widgets.denoise_view import DenoiseView
 from clover_code.ui.tui.widgets.input_editor import InputEditor
 from clover_code.ui.tui.widgets.user_message import UserMessage
+from tests.support.tui import idle, notes, ready, scripted_app, send, wait_for
 
 
 async def test_history_newline_and_paste(repo):

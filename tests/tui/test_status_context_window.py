@@ -5,10 +5,6 @@ count of the context, however the server's tokenizer differs from clover-code's 
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
-
-from tui_helpers import idle, plain, ready, send, wait_for
 
 from clover_code.engine.wire.remote import RemoteEngine
 from clover_code.settings import Settings
@@ -16,9 +12,8 @@ from clover_code.ui.tui.app import make_app
 from clover_code.ui.tui.widgets.status_bar import render_status
 from clover_code.ui.tui.widgets.usage_view import UsageView
 from clover_code.wiring.assemble import build_agent
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
-from window_servers import WindowServer, serve_app
+from tests.support.tui import idle, plain, ready, send, wait_for
+from tests.support.window_servers import WindowServer, serve_app
 
 
 async def test_the_status_bar_shows_the_window_the_server_teaches(repo):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tmux_helpers import Tmux, make_repo, needs_tmux, write_replies
+from tests.support.tmux import Tmux, make_repo, needs_tmux, write_replies
 
 pytestmark = needs_tmux
 

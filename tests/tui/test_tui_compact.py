@@ -3,7 +3,7 @@ that would not make the context smaller is discarded with a note, the context as
 
 from __future__ import annotations
 
-from tui_helpers import converse, notes, ready, scripted_app, send, wait_for
+from tests.support.tui import converse, notes, ready, scripted_app, send, wait_for
 
 LONG_SUMMARY = {"content": "A summary that says more than the talk it replaces did. " * 20, "delay": 0.05}
 

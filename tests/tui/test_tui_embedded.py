@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from tui_helpers import idle, notes, send, wait_for
-
 from clover_code.settings import Settings
 from clover_code.ui.tui.app import make_app
 from clover_code.ui.tui.widgets.denoise_view import DenoiseView
 from clover_code.wiring.assemble import build_agent
+from tests.support.tui import idle, notes, send, wait_for
 
 SLOW_S = 300.0  # an upper bound for a model load or a reply with both cores busy, not a pace
 

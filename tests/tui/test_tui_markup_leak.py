@@ -8,10 +8,9 @@ message, and a fresh filter then read the second call's rest as plain text. And 
 
 from __future__ import annotations
 
-from tui_helpers import idle, ready, scripted_app, send
-
 from clover_code.ui.tui.widgets.assistant_message import AssistantMessage
 from clover_code.ui.tui.widgets.tool_card import ToolCard
+from tests.support.tui import idle, ready, scripted_app, send
 
 MARKUP = ("<tool_call", "tool_call>", '"name"', '"arguments"', "README.md", "*.md", "}", "</")
 

@@ -88,10 +88,8 @@ class AgentDriver:
     def close(self, replaced: Agent) -> None:
         """The replaced agent's engine lets its model and connections go, its log its file
         (the new agent has the same log open when it goes on with the conversation)."""
-        if self.agent is None or replaced.engine is not self.agent.engine:
-            self.host.run_worker(replaced.engine.aclose(), group="close", exit_on_error=False)
-        if replaced.session is not None:
-            replaced.session.close()
+        shared = self.agent is not None and replaced.engine is self.agent.engine
+        self.host.run_worker(replaced.aclose(engine=not shared), group="close", exit_on_error=False)
 
     # --- turns ------------------------------------------------------------------------------
     @property

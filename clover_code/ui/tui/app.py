@@ -26,7 +26,6 @@ from textual.worker import Worker, WorkerState
 
 from clover_code.agent.context_count import count_context
 from clover_code.agent.events import ApprovalNeeded, Compacted, Event, Redone, Rewound, TurnFinished
-from clover_code.agent.permissions import rule_for_always
 from clover_code.agent.session import SessionError, sessions_dir
 from clover_code.settings import Settings
 from clover_code.ui.launch import AgentBuilder
@@ -58,7 +57,7 @@ from clover_code.ui.tui.widgets.denoise_view import DenoiseView
 from clover_code.ui.tui.widgets.input_editor import InputEditor
 from clover_code.ui.tui.widgets.spinner import Spinner, SpinnerState
 from clover_code.ui.tui.widgets.status_bar import StatusBar, short_model
-from clover_code.ui.tui.widgets.tool_card import parse_arguments, summarize, tool_label
+from clover_code.ui.tui.widgets.tool_card import summarize, tool_label
 from clover_code.ui.tui.workspace_paths import workspace_paths
 
 if TYPE_CHECKING:  # types only: the first paint must not wait for the agent's imports
@@ -371,18 +370,8 @@ class CloverApp(App[int]):
     def _ask(self, message: ApprovalRequested) -> None:
         self._pending_answer = message.answer
         self.editor.display = False  # its rows go to the preview; nothing can be typed meanwhile
-        self.query_one(ApprovalPrompt).ask(message.request, self._always_rule(message.request))
+        self.query_one(ApprovalPrompt).ask(message.request)
         self._keep_bottom()
-
-    def _always_rule(self, request: ApprovalNeeded) -> str:
-        """The rule an "always" answer would add, as the agent will make it (agent/calls.py)."""
-        permissions = self.agent.permissions if self.agent is not None else None
-        arguments = parse_arguments(request.call.arguments) or {}
-        try:
-            return rule_for_always(request.kind, request.call.name, arguments,
-                                   permissions.root if permissions is not None else None)
-        except Exception:  # arguments the rule cannot be made from: the legend names the tool
-            return ""
 
     @on(ApprovalPrompt.Answered)
     def _answered(self, message: ApprovalPrompt.Answered) -> None:
@@ -518,7 +507,9 @@ class CloverApp(App[int]):
         running = self.transcript.running_tool
         if running is not None and not waiting:
             call, since = running
-            return SpinnerState(label, tokens, tool_label(call.name), summarize(call, 500), since)
+            card = self.view.cards.get(call.id)
+            what = summarize(card.touches if card is not None else None, 500)
+            return SpinnerState(label, tokens, tool_label(call.name), what, since)
         return SpinnerState(label, tokens)
 
     def action_toggle_denoise(self) -> None:

@@ -72,7 +72,7 @@ class Transcript:
                 view.add_note("attached " + ", ".join(a.path + (f" ({a.note})" if a.note else "")
                                                       for a in event.attachments), "dim")
         elif isinstance(event, ToolCallParsed):
-            view.card(event.call, new=True)
+            view.card(event.call, new=True, touches=event.touches)
         elif isinstance(event, ApprovalNeeded):
             view.card(event.call).set_status("approval")
         elif isinstance(event, ApprovalAnswered):
@@ -101,7 +101,7 @@ class Transcript:
     def _tool_event(self, event: ToolStarted | ToolOutput | ToolFinished | UserShell, live: bool) -> None:
         view = self.host.view
         if isinstance(event, ToolStarted):
-            live_shell.started(view, event.call, live)
+            live_shell.started(view, event, live)
             if live:
                 self.running_tool = (event.call, time.monotonic())  # the spinner names it
         elif isinstance(event, ToolOutput):

@@ -51,9 +51,7 @@ def set_mode(app: CommandHost, mode: ApprovalMode) -> None:
     agent = app.agent
     app.settings.approval = mode
     if agent is not None:
-        agent.permissions.mode = mode
-        # full-auto never asks, so its shell must run sandboxed (as build_agent sets it up).
-        agent.ctx.sandbox = app.settings.sandbox or mode == "full-auto"
+        agent.set_mode(mode, app.settings.sandbox)
     app.status.show(approval=mode)
 
 

@@ -1,7 +1,8 @@
 """ToolCard: one tool call: name, arguments, status, duration; collapsible.
 
-Edits show their diff syntax-highlighted, shell commands their output and exit code (once,
-in the heading), other calls their arguments as `name: value` lines.
+The heading names the call by what it touches, as its tool declares (the command, the paths,
+a pattern); edits show their diff syntax-highlighted, shell commands their output and exit code
+(once, in the heading), other calls their arguments as `name: value` lines.
 Everything shown comes from the model or the workspace: it passes `visible` (no terminal
 controls) and is never read as markup (the title is Content, not a markup string).
 """
@@ -21,13 +22,13 @@ from textual.widgets import Collapsible, Static
 from clover_code import jsonsafe
 from clover_code.engine import ToolCall
 from clover_code.jsonsafe import JSONObject
+from clover_code.tools.touches import Touches
 from clover_code.ui.terminal_text import one_line, visible
 
 MAX_OUTPUT_LINES = 60
 MAX_VALUE_LINES = 12  # of one argument in a card (an edit's old/new text shows as its diff)
 # The shell's own status line (tools/shell.py): the heading says it, the output need not.
 _EXIT_LINE = re.compile(r"\n?\[exit code (-?\d+)\]\s*$")
-_KEY_ARGS = ("path", "command", "pattern", "message", "query", "file")
 _EDIT_TEXTS = ("old_string", "new_string", "content", "patch")
 _LABELS = {"run_shell": "shell"}
 CardStatus = Literal["parsed", "approval", "running", "ok", "failed", "denied", "cancelled"]
@@ -51,13 +52,9 @@ def tool_label(name: str) -> str:
     return visible(_LABELS.get(name, name))
 
 
-def summarize(call: ToolCall, limit: int = 60) -> str:
-    """The one argument that says what the call does (a path, a command...)."""
-    args = parse_arguments(call.arguments) or {}
-    for key in _KEY_ARGS:
-        if isinstance(args.get(key), str):
-            return one_line(visible(args[key]), limit)
-    return ""
+def summarize(touches: Touches | None, limit: int = 60) -> str:
+    """What the call does, in a line: what its tool says it touches ("" when it says nothing)."""
+    return one_line(visible(touches.summary), limit) if touches is not None else ""
 
 
 def clip_lines(text: str, limit: int = MAX_OUTPUT_LINES) -> str:
@@ -105,8 +102,8 @@ class ToolCard(Collapsible):
     ToolCard { height: auto; }
     """
 
-    def __init__(self, call: ToolCall) -> None:
-        self.call = call
+    def __init__(self, call: ToolCall, touches: Touches | None = None) -> None:
+        self.call, self.touches = call, touches
         self.status: CardStatus = "parsed"
         self.seconds: float | None = None
         self.exit_code: int | None = None
@@ -118,7 +115,7 @@ class ToolCard(Collapsible):
         symbol, _ = _STATUS[self.status]
         code = f" exit {self.exit_code}" if self.exit_code not in (None, 0) else ""
         took = f" {self.seconds:.2f}s" if self.seconds is not None else ""
-        what = summarize(self.call)
+        what = summarize(self.touches)
         return Content(f"{visible(self.call.name)}{'  ' + what if what else ''}   {symbol}{code}{took}")
 
     def set_status(self, status: CardStatus, seconds: float | None = None) -> None:

@@ -5,19 +5,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+from tests.support.replies import tool_call, write_replies  # noqa: F401  (the tests import them from here)
+from tools.demo import demo_env, load_task, prepare_repo  # noqa: F401  (the demo's own helpers)
+
 ROOT = Path(__file__).resolve().parents[2]
-SESSIONS = Path(__file__).parent / "sessions"
+SESSIONS = ROOT / "tests" / "e2e" / "sessions"
 TASKS = ("fix-median", "add-slugify", "rename-function")
-
-if str(ROOT / "tools") not in sys.path:
-    sys.path.insert(0, str(ROOT / "tools"))
-from demo import demo_env, load_task, prepare_repo  # noqa: E402,F401  (the demo's own helpers)
-
-from tests.replies import tool_call, write_replies  # noqa: E402,F401  (the tests import them from here)
 
 
 def scripted(name_or_path: str | Path) -> str:

@@ -21,11 +21,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from serving import delta_chunk, serve_app, sse_body  # noqa: F401  (serve_app: for the tests' import)
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
+
+from tests.support.serving import delta_chunk, serve_app, sse_body  # noqa: F401  (serve_app: for the tests' import)
 
 Style = Literal["llama.cpp", "vllm", "silent", "sglang", "ollama"]
 MODEL = "small-model"

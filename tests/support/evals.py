@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from clover_code.eval.tasks import ALWAYS_SKIPPED
-from tests.replies import tool_call, write_replies
+from tests.support.replies import tool_call, write_replies
 
 ROOT = Path(__file__).resolve().parents[2]
 SANDBOX = ROOT / "sandbox"
