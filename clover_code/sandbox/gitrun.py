@@ -96,6 +96,13 @@ class Git:
                             "workspace; the git tools only use the one the session started in")
         return found
 
+    def session_repository(self) -> Repository | None:
+        """The repository as the session found it first (looked for now if not yet): no git run
+        once it has been looked for."""
+        if not self._looked:
+            self.repository()
+        return self._first
+
     def _discover(self) -> Repository | None:
         done = self.run("rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir",
                         writable=(), visible=_enclosing_top(self.root), check=False)
