@@ -420,6 +420,10 @@ class Checkpoints:
                 found[match[1]][int(match[2])] = value
         if found["from"]:
             self._kept_from = min(found["from"])
+        lost = [int(match[2]) for name in written if (match := _REF.fullmatch(name)) and match[1] == "turn"
+                and name not in self._refs]  # written down, gone from git (deleted by hand, or forged over)
+        if lost and self._kept_from is not None:
+            self._kept_from = max(self._kept_from, max(lost) + 1)
         turns = sorted(found["turn"].items())
         # /diff shows the whole session: the earlier runs' checkpoints count as this one's
         earlier = [commit for _, commit in turns if commit not in self._made]
