@@ -39,11 +39,13 @@ class UndoPoint(Protocol):
     """Where the work tree can be put back to (clover_code.tools.checkpoints.Checkpoints)."""
 
     def ensure(self) -> None:
-        """Record the work tree before this turn's first change; ToolError when it cannot."""
+        """Record the work tree before a change (the turn's checkpoint before its first);
+        ToolError when it cannot."""
         ...
 
     def settle(self) -> None:
-        """Record the work tree after a change: undo then puts back only this session's files."""
+        """Record the work tree after a change: what changed between the two is this session's
+        to undo, what changed in between changes is not."""
         ...
 
 
@@ -77,9 +79,11 @@ class CallRunner:
     """One turn's calls. `emit` is the agent's: the log, the conversation, then the UI."""
 
     def __init__(self, registry: Registry, ctx: ToolContext, permissions: Permissions, approver: Approver,
-                 emit: Callable[[Event], None], undo: UndoPoint | None = None) -> None:
+                 emit: Callable[[Event], None], undo: UndoPoint | None = None,
+                 undo_ready: asyncio.Future[None] | None = None) -> None:
+        """`undo_ready`: the turn's checkpoint bookkeeping, awaited before the first change."""
         self.registry, self.ctx, self.permissions = registry, ctx, permissions
-        self.approver, self.emit, self.undo = approver, emit, undo
+        self.approver, self.emit, self.undo, self.undo_ready = approver, emit, undo, undo_ready
         self.checkpointed = False  # undo.ensure() done this turn
         self.reset()
 
@@ -164,9 +168,12 @@ class CallRunner:
         return None if answer in ("yes", "always") else DECLINED
 
     async def _checkpoint(self, kind: ToolKind) -> str | None:
-        """An undo point before the turn's first change; None when there is one (or no need)."""
-        if kind not in CHECKPOINTED_KINDS or self.checkpointed or self.undo is None:
+        """An undo point before each change (the turn's checkpoint before its first); None when
+        there is one (or no need)."""
+        if kind not in CHECKPOINTED_KINDS or self.undo is None:
             return None
+        if self.undo_ready is not None:  # shielded: a cancelled call leaves it to the turn to await
+            await asyncio.shield(self.undo_ready)
         try:
             await asyncio.to_thread(self.undo.ensure)
         except ToolError as exc:  # no undo point: refuse the change rather than risk it

@@ -254,12 +254,32 @@ class Agent:
             return TurnFinished("error", str(exc), stats.as_dict())
 
     async def _turns(self, task: str, stats: _Stats) -> TurnFinished:
-        if self.ctx.checkpoints is not None:  # numbered as the conversation numbers turns (rewind)
-            await asyncio.to_thread(self.ctx.checkpoints.begin_turn, self.conversation.turn_count)
+        bookkeeping = self._begin_checkpoints()
+        try:
+            outcome = await self._turn(task, stats, bookkeeping)
+        except BaseException:
+            if bookkeeping is not None:  # never left running into the next turn or a rewind
+                await asyncio.gather(bookkeeping, return_exceptions=True)
+            raise
+        if bookkeeping is not None:
+            await bookkeeping
+        return outcome
+
+    def _begin_checkpoints(self) -> asyncio.Task[None] | None:
+        """The checkpoints' bookkeeping for a new turn (sandboxed git runs: the refs of turns
+        rewound away, where checkpoints are kept from), started beside the first model request
+        instead of before it: the call runner awaits it before its first checkpoint."""
+        checkpoints = self.ctx.checkpoints
+        if checkpoints is None:
+            return None
+        # numbered as the conversation numbers turns (rewind), before this turn's message joins it
+        return asyncio.create_task(asyncio.to_thread(checkpoints.begin_turn, self.conversation.turn_count))
+
+    async def _turn(self, task: str, stats: _Stats, bookkeeping: asyncio.Task[None] | None) -> TurnFinished:
         attachments = await attach_mentions(task, self.registry, self.ctx) if "@" in task else ()
         self.emit(UserMessage(task, attachments))
         runner = CallRunner(self.registry, self.ctx, self.permissions, self.approver, self.emit,
-                            undo=self.ctx.checkpoints)
+                            undo=self.ctx.checkpoints, undo_ready=bookkeeping)
         streak: tuple[tuple[str, str] | None, int] = (None, 0)  # the failing call, how many times in a row
         for _ in range(self.settings.max_turns):
             stats.turns += 1

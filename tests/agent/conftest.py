@@ -16,11 +16,13 @@ from tests.support.agent import RecordingApprover
 @pytest.fixture
 def make_agent(git_repo: Path, tmp_path: Path):
     def make(replies, *, approval="full-auto", approver=None, registry: Registry | None = None,
-             engine=None, session=None, rules=(), system_prompt="You are a test agent.", **settings):
+             engine=None, session=None, rules=(), system_prompt="You are a test agent.", conversation=None,
+             **settings):
         engine = engine or ScriptedEngine(replies)
         ctx = ToolContext(Workspace(git_repo), sandbox=True, shell_timeout=30,
                           checkpoints=Checkpoints(git_repo, cache_dir=tmp_path / "cache"))
         return Agent(engine, registry or default_registry(), ctx, approver or RecordingApprover(),
                      AgentSettings(approval=approval, **settings), session=session,
-                     system_prompt=system_prompt, permissions=Permissions(approval, list(rules)))
+                     system_prompt=system_prompt, permissions=Permissions(approval, list(rules)),
+                     conversation=conversation)
     return make
