@@ -16,7 +16,7 @@ from pathlib import Path
 
 from clover_code.jsonsafe import JSON, JSONObject
 from clover_code.sandbox.own_dirs import config_dir
-from clover_code.settings import APPROVAL_MODES, INHERIT_ENV, ConfigError, Settings
+from clover_code.settings import APPROVAL_MODES, INHERIT_ENV, NOTIFY_MODES, ConfigError, Settings
 
 __all__ = ["ENV_VARS", "PROJECT_KEYS", "ConfigError", "Settings", "env_setting", "load_settings", "project_config_path",
            "user_config_path"]
@@ -88,6 +88,7 @@ _CHECKS: dict[str, tuple[Callable[[JSON], bool], str]] = {
     "memory_mb": (lambda v: _is_int(v) and v >= 1, "a whole number of megabytes, 1 or more"),
     "price_input_per_mtok": (lambda v: _is_number(v) and v >= 0, "a price per million tokens, 0 or more"),
     "price_output_per_mtok": (lambda v: _is_number(v) and v >= 0, "a price per million tokens, 0 or more"),
+    "notify": (lambda v: v in NOTIFY_MODES, "one of: " + ", ".join(NOTIFY_MODES)),
 }
 
 def _problem(key: str, value: JSON) -> str | None:

@@ -16,6 +16,9 @@ from clover_code.sandbox.policy import DEFAULT_DENY_READ, DEFAULT_MAX_PROCESSES,
 ApprovalMode = Literal["read-only", "ask", "auto-edit", "full-auto"]
 APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
 INHERIT_ENV: tuple[InheritEnv, ...] = get_args(InheritEnv)
+# How a TUI nudges a user looking elsewhere (ui/tui/notifier.py): a desktop notification else the bell.
+NotifyMode = Literal["auto", "bell", "off"]
+NOTIFY_MODES: tuple[NotifyMode, ...] = get_args(NotifyMode)
 
 
 class ConfigError(UserError):
@@ -54,6 +57,7 @@ class Settings:
     # What a million tokens cost, in (or out of) the model: /cost's estimate; None: no estimate.
     price_input_per_mtok: float | None = None
     price_output_per_mtok: float | None = None
+    notify: NotifyMode = "auto"  # when an approval waits or a turn ends, unfocused; the user's config only
     notices: list[str] = field(default_factory=list)  # settings ignored, for the UI to show once
 
     def engine_name(self) -> str:

@@ -15,13 +15,14 @@ import json
 from dataclasses import dataclass
 
 from clover_code.agent.context import Conversation
+from clover_code.agent.instructions import skills_section
 from clover_code.engine import ChatRequest, Engine
 from clover_code.jsonsafe import JSONObject
 from clover_code.tokens import estimate_tokens
 
-SYSTEM, TOOLS = "system prompt", "tool descriptions"
+SYSTEM, SKILLS, TOOLS = "system prompt", "skills listed", "tool descriptions"
 BY_ROLE = {"user": "your messages", "assistant": "replies", "tool": "tool results"}
-PARTS = (SYSTEM, TOOLS, *BY_ROLE.values())
+PARTS = (SYSTEM, SKILLS, TOOLS, *BY_ROLE.values())
 MARKUP = "chat template"  # what the template itself adds: role markers, the reply's opening
 # A message every chat template renders alone (some refuse a prompt without a user message).
 _PROBE: JSONObject = {"role": "user", "content": "."}
@@ -72,6 +73,11 @@ def _counted_parts(conversation: Conversation, engine: Engine, total: int) -> tu
     probe, with_system = count([_PROBE]), count([*system, _PROBE])
     tokens = dict.fromkeys(PARTS, 0)
     tokens[SYSTEM] = with_system - probe
+    listing = skills_section(conversation.system)
+    if listing:  # the system prompt's part that is the skills' listing, counted apart
+        without: list[JSONObject] = [{"role": "system", "content": conversation.system.replace(listing, "")}]
+        tokens[SKILLS] = with_system - count([*without, _PROBE])
+        tokens[SYSTEM] -= tokens[SKILLS]
     tokens[TOOLS] = count([*system, _PROBE], conversation.tools) - with_system if conversation.tools else 0
     for message in conversation.messages:
         tokens[_part_of(message)] += count([_PROBE, message]) - probe
@@ -82,7 +88,9 @@ def _counted_parts(conversation: Conversation, engine: Engine, total: int) -> tu
 
 def _estimated_parts(conversation: Conversation) -> tuple[ContextPart, ...]:
     tokens = dict.fromkeys(PARTS, 0)
-    tokens[SYSTEM] = estimate_tokens(conversation.system)
+    listing = skills_section(conversation.system)
+    tokens[SKILLS] = estimate_tokens(listing) if listing else 0
+    tokens[SYSTEM] = estimate_tokens(conversation.system) - tokens[SKILLS]
     tokens[TOOLS] = _estimate(conversation.tools) if conversation.tools else 0
     for message in conversation.messages:
         tokens[_part_of(message)] += _estimate(message)

@@ -395,6 +395,7 @@ def _prepare(args: argparse.Namespace, settings: Settings, cwd: Path, build_agen
         return _fail(output, EXIT_USAGE, "bad_input", str(exc), extra)
     for notice in settings.notices:
         output.progress.line(f"note: {notice}")
+    task = _expand_command(task, cwd, output)
     try:
         agent = _build(settings, cwd, args.resume, build_agent, output)
     except UsageError as exc:
@@ -404,6 +405,17 @@ def _prepare(args: argparse.Namespace, settings: Settings, cwd: Path, build_agen
     extra["session_id"] = agent.session.id if agent.session is not None else None
     extra.update(engine_facts(agent.engine.info))
     return agent, task
+
+
+def _expand_command(task: str, cwd: Path, output: Output) -> str:
+    """A task `/name args` naming a custom command is the prompt that command makes, as typed in the TUI."""
+    from clover_code.agent.custom_commands import expand_line
+
+    expanded = expand_line(task, cwd)
+    if expanded is not None:
+        output.progress.line(f"clover-code: {visible(task.split()[0])} expanded (a custom command)")
+        return expanded
+    return task
 
 
 def _build(settings: Settings, cwd: Path, resume: str | None, build_agent: AgentBuilder, output: Output) -> Agent:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from clover_code.agent.context import Conversation
 from clover_code.agent.events import ApprovalAnswered, Notice
-from clover_code.agent.instructions import load_instructions, render_system_prompt
+from clover_code.agent.instructions import load_instructions, render_skills, render_system_prompt
 from clover_code.agent.loop import Agent, AgentSettings
 from clover_code.agent.permissions import Approver, Permissions, sandboxed
 from clover_code.agent.session import SessionLog
@@ -18,6 +18,7 @@ from clover_code.engine import Engine, EngineError, make_engine
 from clover_code.sandbox.policy import SandboxPolicy
 from clover_code.settings import Settings
 from clover_code.tools import Registry, ToolContext, default_registry
+from clover_code.tools.skills import find_skills, skill_tool
 
 RESUMED_ALWAYS = ("Resumed without the {count} \"always\" approval(s) of the earlier run: "
                   "they are asked again (session logs live in the workspace, so they never grant permissions). "
@@ -90,7 +91,11 @@ def build_agent(settings: Settings, cwd: Path, approver: Approver, *, resume: st
     session = SessionLog.open(root, resume) if resume else None  # a bad id fails before any loading
     engine = engine or build_engine(settings, on_progress)
     ctx = tool_context(settings, root)
-    system = render_system_prompt(root, settings.approval, load_instructions(root).text, ctx.sandbox)
+    skills = find_skills(root)
+    if skills:  # the tool only where there is a skill to load: its description costs every request
+        registry = Registry([*registry.tools.values(), skill_tool(skills)])
+    system = render_system_prompt(root, settings.approval, load_instructions(root).text, ctx.sandbox,
+                                  render_skills([(s.name, s.description) for s in skills]))
     permissions = Permissions(settings.approval, list(settings.allow), str(root))
     conversation = Conversation(system, registry.schemas())
     past_always = 0

@@ -33,6 +33,7 @@ from clover_code.ui.terminal_text import visible
 from clover_code.ui.tui import live_shell, rewind
 from clover_code.ui.tui.agent_driver import AgentDriver, AgentFactory
 from clover_code.ui.tui.commands.builtin import builtin_commands
+from clover_code.ui.tui.commands.custom import add_custom_commands
 from clover_code.ui.tui.commands.host import Severity
 from clover_code.ui.tui.commands.session import next_mode, set_mode
 from clover_code.ui.tui.commands.workspace import other_sessions_note
@@ -47,6 +48,7 @@ from clover_code.ui.tui.messages import (
     LoadRequest,
     StepPending,
 )
+from clover_code.ui.tui.notifier import Notifier
 from clover_code.ui.tui.prompt_history import PromptHistory
 from clover_code.ui.tui.transcript import Transcript
 from clover_code.ui.tui.transcript_turns import TranscriptTurns
@@ -96,6 +98,8 @@ class CloverApp(App[int]):
         self.transcript = Transcript(self)
         self.ledger = SessionLedger()
         self.commands = builtin_commands()
+        self._command_clashes = add_custom_commands(self.commands, cwd)  # said once, on mount
+        self.notifier = Notifier(settings.notify, self._write_terminal)
         self.prompt_history = PromptHistory()  # prompts of every session, for Up/Down and Ctrl+R
         self.completer: Completer | None = None  # the /command and @path popup's (on mount)
         self._history_search: HistorySearch | None = None  # Ctrl+R's, once asked for
@@ -126,7 +130,8 @@ class CloverApp(App[int]):
                          model=self.settings.model or "", approval=self.settings.approval,
                          state="loading", context_used=None)
         self.view.add_note(self._welcome(), "dim")
-        for notice in self.settings.notices:  # in the transcript: a toast would cover the editor
+        # In the transcript: a toast would cover the editor.
+        for notice in [*self.settings.notices, *self._command_clashes]:
             self.view.add_note(notice, "warning")
         self.load_agent(self.resume)
 
@@ -254,13 +259,16 @@ class CloverApp(App[int]):
         if text.startswith("/"):
             self.run_command(text)
             return
+        self.send_prompt(text, message.shown.strip())
+
+    def send_prompt(self, text: str, shown: str) -> None:
         if self.agent is None or self.busy or self.loading:
             # Kept out of the transcript until sent: mounted now, it would land inside the
             # reply being written; Esc or Ctrl+C hand it back instead of sending it.
-            self.driver.waiting.append((text, message.shown.strip()))
+            self.driver.waiting.append((text, shown))
             self._show_waiting()
             return
-        self._start_task(text, message.shown.strip())
+        self._start_task(text, shown)
 
     def _start_task(self, text: str, shown: str | None = None) -> None:
         self.status.show(state="working")
@@ -296,6 +304,7 @@ class CloverApp(App[int]):
         if self.driver.owns(event.worker) and event.state in ended:
             if event.state != WorkerState.ERROR:
                 self.status.show(state="ready")
+            self.notifier.nudge("the turn has ended", focused=self.app_focus)
             self._send_next()
 
     # --- the agent's events --------------------------------------------------------------
@@ -372,6 +381,7 @@ class CloverApp(App[int]):
         self.editor.display = False  # its rows go to the preview; nothing can be typed meanwhile
         self.query_one(ApprovalPrompt).ask(message.request)
         self._keep_bottom()
+        self.notifier.nudge(f"waiting for your approval ({message.request.call.name})", focused=self.app_focus)
 
     @on(ApprovalPrompt.Answered)
     def _answered(self, message: ApprovalPrompt.Answered) -> None:
@@ -511,6 +521,11 @@ class CloverApp(App[int]):
             what = summarize(card.touches if card is not None else None, 500)
             return SpinnerState(label, tokens, tool_label(call.name), what, since)
         return SpinnerState(label, tokens)
+
+    def _write_terminal(self, text: str) -> None:
+        """Bytes for the terminal itself (a notification), past the screen, as App.bell writes."""
+        if self._driver is not None and not self.is_headless:
+            self._driver.write(text)
 
     def action_toggle_denoise(self) -> None:
         self.query_one(DenoiseView).toggle()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clover_code.ui.tui import rewind
-from clover_code.ui.tui.commands import session, usage, workspace
+from clover_code.ui.tui.commands import custom, session, usage, workspace
 from clover_code.ui.tui.commands.host import CommandHost
 from clover_code.ui.tui.commands.table import Command, CommandTable, Handler
 
@@ -41,6 +41,7 @@ def builtin_commands() -> CommandTable:
         Command("/resume", "continue an earlier session (without ID: pick one, with a preview)", session.resume,
                 "[ID]", during_turn=False),
         Command("/init", "write a starter AGENTS.md for this repository", workspace.init),
+        Command("/skills", "the skills the model may load (SKILL.md folders)", custom.list_skills),
         Command("/stats", "tokens, blocks, forward passes and speed of this session", usage.stats),
         Command("/cost", "tokens in and out per turn, what fills the context, estimated cost", usage.cost,
                 aliases=("/usage",)),

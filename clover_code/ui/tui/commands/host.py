@@ -84,6 +84,11 @@ class CommandHost(Protocol):
         """Draw and count events a command got from the agent (a compaction, a rewind)."""
         ...
 
+    def send_prompt(self, text: str, shown: str) -> None:
+        """Send `text` as the user's message (a custom command's prompt), shown as `shown`;
+        queued behind a running turn as typed messages are."""
+        ...
+
     def run_command(self, line: str) -> None:
         """Run a command line as if typed (`/resume ID` once a picker chose the session)."""
         ...
