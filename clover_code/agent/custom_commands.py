@@ -71,7 +71,7 @@ def _command(path: Path, folder: Path, source: str) -> CustomCommand | None:
     parts = path.relative_to(folder).with_suffix("").parts
     if not all(_NAME.match(part) for part in parts):
         return None  # a name that could not be typed as one word (spaces, control characters)
-    doc = read_doc(path, folder)
+    doc = read_doc(path, folder if source == "project" else None)
     if doc is None:
         return None
     description = doc.meta.get("description") or _first_line(doc.body)

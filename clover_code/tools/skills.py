@@ -36,27 +36,27 @@ class Skill:
     source: str  # the folder it was found in, as the user knows it: "~/.config/...", ".agents/skills"
 
 
-def skill_folders(root: Path) -> list[tuple[str, Path]]:
-    """Where skills are found, the one that wins a shared name first: the user's own, then the
-    repository's."""
-    return [(f"{config_dir()}/skills", config_dir() / "skills"),
-            (".clover/skills", root / ".clover" / "skills"),
-            (".agents/skills", root / ".agents" / "skills")]
+def skill_folders(root: Path) -> list[tuple[str, Path, bool]]:
+    """Where skills are found (source, folder, whether the repository wrote it), the one that
+    wins a shared name first: the user's own, then the repository's (`root`: a real path)."""
+    return [(f"{config_dir()}/skills", config_dir() / "skills", False),
+            (".clover/skills", root / ".clover" / "skills", True),
+            (".agents/skills", root / ".agents" / "skills", True)]
 
 
 def find_skills(root: Path) -> list[Skill]:
     """Every skill with a valid name and a description, one per name, sorted by name."""
     found: dict[str, Skill] = {}
-    for source, folder in skill_folders(root):
+    for source, folder, untrusted in skill_folders(root.resolve()):
         for path in markdown_files(folder, "*/SKILL.md"):
-            skill = _skill(path, folder, source)
+            skill = _skill(path, folder if untrusted else None, source)
             if skill is not None and skill.name not in found:
                 found[skill.name] = skill
     return sorted(found.values(), key=lambda s: s.name)
 
 
-def _skill(path: Path, folder: Path, source: str) -> Skill | None:
-    doc = read_doc(path, folder)
+def _skill(path: Path, inside: Path | None, source: str) -> Skill | None:
+    doc = read_doc(path, inside)
     if doc is None:
         return None
     name = doc.meta.get("name") or path.parent.name

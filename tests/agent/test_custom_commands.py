@@ -87,3 +87,18 @@ def test_a_headless_task_naming_a_command_runs_its_prompt(git_repo: Path, user_c
     assert "/ops:bump expanded" in proc.stderr
     users = [e for e in session_lines(git_repo) if e.get("type") == "UserMessage"]
     assert [u["text"] for u in users] == ["Bump httpx to 0.28."]
+
+
+def test_a_commands_folder_that_is_a_link_out_of_the_workspace_holds_nothing(git_repo: Path, user_commands: Path,
+                                                                             tmp_path: Path):
+    notes = write(tmp_path / "home" / "notes" / "passwords.md", "my bank pin is 1234")
+    (git_repo / ".clover").mkdir()
+    (git_repo / ".clover" / "commands").symlink_to(notes.parent, target_is_directory=True)
+    assert load_commands(git_repo) == []
+
+
+def test_the_users_own_links_are_followed(git_repo: Path, user_commands: Path, tmp_path: Path):
+    dotfiles = write(tmp_path / "dotfiles" / "standup.md", "Summarise yesterday's commits.")
+    user_commands.mkdir(parents=True)
+    (user_commands / "standup.md").symlink_to(dotfiles)
+    assert [c.name for c in load_commands(git_repo)] == ["/standup"]

@@ -16,6 +16,7 @@ import pytest
 from clover_code.agent.context import Conversation
 from clover_code.agent.context_count import SKILLS, SYSTEM, count_parts
 from clover_code.agent.instructions import render_skills, render_system_prompt
+from clover_code.errors import ToolError
 from clover_code.tokens import estimate_tokens
 from clover_code.tools.skills import find_skills
 
@@ -54,6 +55,33 @@ def test_skills_come_from_three_places(three_places: Path):
     assert set(found) == set(BODIES)  # invalid ones, and a symlink out of its folder, are left out
     assert found["release-notes"].description == "Draft release notes from the history."  # the user's wins
     assert (found["db-migrate"].source, found["pdf-forms"].source) == (".clover/skills", ".agents/skills")
+
+
+def test_a_skills_folder_that_is_a_link_out_of_the_workspace_holds_nothing(git_repo: Path, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    elsewhere = tmp_path / "elsewhere"
+    skill(elsewhere, "private", "Someone's private notes.", "SECRET")
+    (git_repo / ".agents").mkdir()
+    (git_repo / ".agents" / "skills").symlink_to(elsewhere, target_is_directory=True)
+    assert find_skills(git_repo) == []
+
+
+async def test_a_skill_swapped_for_a_link_after_listing_reads_nothing(three_places: Path, tmp_path: Path):
+    from clover_code.tools import ToolContext
+    from clover_code.tools.skills import SkillTool
+    from clover_code.tools.workspace import Workspace
+
+    tool = SkillTool(find_skills(three_places))
+    ctx = ToolContext(Workspace(three_places))
+    assert BODIES["pdf-forms"] in (await tool.run(tool.Args(name="pdf-forms"), ctx)).output
+    listed = three_places / ".agents" / "skills" / "pdf-forms" / "SKILL.md"
+    listed.unlink()
+    listed.symlink_to(tmp_path / "xdg" / "clover-code" / "skills" / "release-notes" / "SKILL.md")
+    with pytest.raises(ToolError, match="can no longer be read"):
+        await tool.run(tool.Args(name="pdf-forms"), ctx)
+    with pytest.raises(ToolError, match="no skill named 'nope'"):
+        await tool.run(tool.Args(name="nope"), ctx)
 
 
 def test_the_listing_is_capped():

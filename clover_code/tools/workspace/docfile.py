@@ -25,13 +25,16 @@ class DocFile:
     truncated: bool = False
 
 
-def read_doc(path: Path, top: Path, max_bytes: int = MAX_BYTES) -> DocFile | None:
-    """The file at `path` if it is a regular file whose real path stays inside `top`; else None."""
+def read_doc(path: Path, inside: Path | None, max_bytes: int = MAX_BYTES) -> DocFile | None:
+    """The file at `path` if it is a regular file whose real path lies in the folder `inside`
+    (a real path, as its name says: the workspace's real root joined with `.clover/commands`, so
+    that folder itself as a symlink out, to the home folder, holds nothing); else None.
+    `inside=None`: the user's own file, wherever their links lead."""
     try:
-        real, inside = path.resolve(strict=True), top.resolve(strict=True)
+        real = path.resolve(strict=True)
     except (OSError, RuntimeError):
         return None
-    if not real.is_relative_to(inside):
+    if inside is not None and not real.is_relative_to(inside):
         return None
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
