@@ -175,3 +175,14 @@ def test_no_skills_no_tool_and_no_listing(git_repo: Path, tmp_path: Path, monkey
     agent = build_agent(Settings(engine="scripted", sandbox=False), git_repo, approver_for_mode("ask"),
                         engine=ScriptedEngine([]))
     assert "skill" not in agent.registry.tools and "<skills>" not in agent.conversation.system
+
+
+def test_a_description_written_as_a_block_reads_as_one_line(git_repo: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    path = git_repo / ".agents" / "skills" / "changelog" / "SKILL.md"
+    path.parent.mkdir(parents=True)
+    path.write_text("---\nname: changelog\ndescription: >\n  Keep CHANGELOG.md in\n  the house style.\n"
+                    "license: MIT\n---\nBody.\n")
+    (found,) = find_skills(git_repo)
+    assert found.description == "Keep CHANGELOG.md in the house style."

@@ -51,8 +51,9 @@ def read_doc(path: Path, inside: Path | None, max_bytes: int = MAX_BYTES) -> Doc
 
 def front_matter(text: str) -> tuple[dict[str, str], str]:
     """(`key: value` pairs of a leading `---` block, the rest); ({}, text) without one.
-    Values are one line each (quotes taken off): the fields these files use are names and
-    one-line descriptions, so no YAML parser is needed to read them."""
+    The fields these files use are names and descriptions, so no YAML parser is needed: a value
+    is its line (quotes taken off), and indented lines below a key continue it (a description
+    written as a `>` or `|` block reads as one line)."""
     lines = text.split("\n")
     if not lines or lines[0].strip() != "---":
         return {}, text
@@ -62,10 +63,16 @@ def front_matter(text: str) -> tuple[dict[str, str], str]:
     else:
         return {}, text
     meta: dict[str, str] = {}
+    last = ""
     for line in lines[1:end]:
+        if line[:1].isspace() and last:
+            meta[last] = f"{meta[last]} {line.strip()}".strip()
+            continue
         key, colon, value = line.partition(":")
-        if colon and key.strip() and not line[:1].isspace():
-            meta[key.strip().lower()] = _unquoted(value.strip())
+        last = key.strip().lower() if colon and key.strip() else ""
+        if last:
+            value = value.strip()
+            meta[last] = "" if value in (">", "|", ">-", "|-") else _unquoted(value)
     return meta, "\n".join(lines[end + 1:]).lstrip("\n")
 
 
