@@ -47,9 +47,11 @@ def main_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="clover-code",
         description="A terminal coding assistant on the Clover block-diffusion LM. "
-        "Without --task it opens the TUI. Subcommands: doctor, eval, generate, serve "
-        "(`clover-code serve --help`).",
+        "Without --task it opens the TUI (with PROMPT sent, if given). Subcommands: doctor, eval, "
+        "generate, serve (`clover-code serve --help`).",
     )
+    p.add_argument("prompt", nargs="?", metavar="PROMPT",
+                   help="a first message for the TUI, sent as soon as the model is ready")
     p.add_argument("--version", action="version", version=f"clover-code {__version__}")
     p.add_argument("--task", help="run headless: TEXT, @FILE, or - for stdin")
     p.add_argument("--cwd", help="workspace directory (default: current)")
@@ -176,7 +178,11 @@ def _dispatch(argv: list[str]) -> int:
         return modes.run_eval(eval_parser().parse_args(argv[1:]))
     if argv[:1] == ["serve"]:
         return modes.run_serve(serve_parser().parse_args(argv[1:]))
-    args = main_parser().parse_args(argv)
+    parser = main_parser()
+    args = parser.parse_args(argv)
+    if args.task is not None and args.prompt is not None:
+        parser.error(f"a prompt and --task both give a task: --task runs it headless, a prompt alone opens "
+                     f"the TUI with it (unexpected {args.prompt!r})")
     return modes.run_headless(args) if args.task is not None else modes.run_tui(args)
 
 

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from clover_code.agent.bug_log import describe_bug
 from clover_code.agent.calls import CallRunner, failure_key, run_relayed, settle
+from clover_code.agent.commit_message import changes_to_commit, draft_commit_message
 from clover_code.agent.context import KEEP_FRACTION, SUMMARY_TOKENS, Conversation, summarise
 from clover_code.agent.degeneration import DegenerationWatch
 from clover_code.agent.events import (
@@ -51,7 +52,7 @@ from clover_code.engine.markup.toolcalls import new_call_id
 from clover_code.engine.tally import BlockTally
 from clover_code.engine.wire.window import ContextOverflow, no_room
 from clover_code.settings import ApprovalMode
-from clover_code.tools import Registry, ToolContext
+from clover_code.tools import Registry, ToolContext, ToolError
 
 MIN_REPLY_TOKENS = 256  # below this much room for a reply, compact first
 
@@ -425,6 +426,14 @@ class Agent:
         except Exception as exc:  # a screen waiting on it gets a message, never a hang
             return _error_event(exc, "compaction failed: ")
         return None
+
+    async def draft_commit_message(self) -> str:
+        """`/commit` without a message: one line the model drafts for a commit of the work tree,
+        outside the conversation ('' when it writes none); ToolError when there is nothing to commit."""
+        changes = await changes_to_commit(self.registry, self.ctx)
+        if not changes:
+            raise ToolError("nothing to commit: no changes since the last commit")
+        return await draft_commit_message(self.engine, changes)
 
 
 def _error_event(exc: Exception, doing: str = "", fatal: bool = False) -> ErrorEvent:

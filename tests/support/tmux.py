@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -91,10 +92,13 @@ class Tmux:
         assert children, f"no program under the pane's shell {shell}"
         return int(children[0])
 
-    def start(self, repo: Path, replies: Path, size: tuple[int, int], target: str = "tui") -> None:
-        """clover-code (this checkout's, whatever is installed) on scripted replies in `repo`."""
+    def start(self, repo: Path, replies: Path, size: tuple[int, int], target: str = "tui",
+              args: tuple[str, ...] = ()) -> None:
+        """clover-code (this checkout's, whatever is installed) on scripted replies in `repo`;
+        `args` before the flags (a first prompt)."""
+        given = "".join(f"{shlex.quote(arg)} " for arg in args)
         command = (f"cd {repo} && env -u COLUMNS -u LINES PYTHONPATH={ROOT} {sys.executable} -m clover_code.cli "
-                   f"--engine scripted:{replies} --no-sandbox; echo EXITED $?; sleep 60")
+                   f"{given}--engine scripted:{replies} --no-sandbox; echo EXITED $?; sleep 60")
         width, height = size
         self("new-session", "-d", "-s", target, "-x", str(width), "-y", str(height), command)
         self.wait_for("scripted", target=target)  # the status bar: first paint

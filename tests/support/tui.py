@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
+from textual.content import Content
 
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.settings import Settings
@@ -77,7 +79,12 @@ def plain(renderable: Any) -> str:
 
 
 def notes(app: CloverApp) -> str:
-    return "\n".join(str(w.render()) for w in app.query(".note"))
+    """The transcript's notes as text; a table's (/help's, /diff's) as a 120-column screen shows it."""
+    return "\n".join(text_of(w.content) for w in app.query(".note"))
+
+
+def text_of(content: Any) -> str:
+    return str(content) if isinstance(content, (str, Text, Content)) else plain(content)
 
 
 def session_events(repo: Path) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ what they add up to the ledger's (ledger.py).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Callable
 from functools import partial
@@ -114,17 +115,22 @@ class AgentDriver:
         agent = self.agent
         if agent is None:
             return
+        started = time.monotonic()
         try:
             async for event in agent.run(text):
                 self.queue_event(event)
         except asyncio.CancelledError:
+            # The agent logs how the turn ended, but a cancelled turn's events stop reaching
+            # us: the ledger learns it from this one (`cancel` has dropped the others by now).
+            self.queue_event(TurnFinished("cancelled", "", {"seconds": round(time.monotonic() - started, 3)}))
             raise
         except Exception as exc:
             self.queue_event(ErrorEvent(describe_error(exc), error_source(exc)))
             self.queue_event(TurnFinished("error", ""))
 
     def cancel(self) -> None:
-        """Stop the running turn; its events not drawn yet are dropped."""
+        """Stop the running turn; its events not drawn yet are dropped, and a TurnFinished
+        ("cancelled") follows."""
         if self._worker is not None:
             self._worker.cancel()
         self._events.clear()

@@ -90,9 +90,10 @@ class CloverApp(App[int]):
     ]
 
     def __init__(self, settings: Settings, cwd: Path, agent_factory: AgentFactory,
-                 resume: str | None = None) -> None:
+                 resume: str | None = None, prompt: str | None = None) -> None:
         super().__init__()
         self.settings, self.cwd, self.resume = settings, cwd, resume
+        self.first_prompt = prompt  # `clover-code "fix the tests"`: sent as if typed first
         self.session_id: str | None = None  # said when the app quits, with how to resume it
         self.driver = AgentDriver(self, agent_factory, self.approve)
         self.transcript = Transcript(self)
@@ -123,7 +124,7 @@ class CloverApp(App[int]):
         self.editor.focus()
         self.editor.sent[:0] = self.prompt_history.texts()  # Up walks earlier sessions' prompts too
         self.completer = Completer(self.editor, self.query_one(CompletionPopup), self.commands.completions,
-                                   self._workspace_paths)
+                                   self._workspace_paths, lambda name: self.commands.find(name) is not None)
         self.editor.key_filter = self.completer.key
         self._catch_quit_signals()
         self.status.show(engine=self.settings.engine_name().split(":")[0],
@@ -134,6 +135,8 @@ class CloverApp(App[int]):
         for notice in [*self.settings.notices, *self._command_clashes]:
             self.view.add_note(notice, "warning")
         self.load_agent(self.resume)
+        if self.first_prompt and self.first_prompt.strip():
+            self.send(self.first_prompt)  # queued: the model is loading
 
     def on_unmount(self) -> None:
         self._catch_quit_signals(False)
@@ -253,13 +256,17 @@ class CloverApp(App[int]):
     # --- sending a task ------------------------------------------------------------------
     @on(InputEditor.Submitted)
     def _submitted(self, message: InputEditor.Submitted) -> None:
-        text = message.text.strip()
+        self.send(message.text, message.shown)
+
+    def send(self, text: str, shown: str | None = None) -> None:
+        """A message or a command, as typed in the editor (`shown`: as the transcript shows it)."""
+        text, shown = text.strip(), (shown if shown is not None else text).strip()
         self.prompt_history.add(text, self.cwd)
         self.view.scroll_end(animate=False)  # what answers this must be seen
         if text.startswith("/"):
             self.run_command(text)
             return
-        self.send_prompt(text, message.shown.strip())
+        self.send_prompt(text, shown)
 
     def send_prompt(self, text: str, shown: str) -> None:
         if self.agent is None or self.busy or self.loading:
@@ -302,6 +309,7 @@ class CloverApp(App[int]):
     def _worker_changed(self, event: Worker.StateChanged) -> None:
         ended = (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED)
         if self.driver.owns(event.worker) and event.state in ended:
+            self._close_approval()
             if event.state != WorkerState.ERROR:
                 self.status.show(state="ready")
             self.notifier.nudge("the turn has ended", focused=self.app_focus)
@@ -399,6 +407,16 @@ class CloverApp(App[int]):
         self.editor.focus()
         self._keep_bottom()
 
+    def _close_approval(self) -> None:
+        """A question never outlives its turn (Esc, a failure): neither on screen nor in the spinner."""
+        future, self._pending_answer = self._pending_answer, None
+        if future is not None and not future.done():
+            future.cancel()
+        prompt = self.query_one(ApprovalPrompt)
+        if prompt.request is not None:
+            prompt.close()
+            self._editor_back()
+
     # --- keys ----------------------------------------------------------------------------
     def action_cancel(self) -> None:
         """Esc: stop the running turn; messages queued behind it come back to the editor."""
@@ -408,10 +426,7 @@ class CloverApp(App[int]):
                 rewind.open_picker(self)
             return
         self.driver.cancel()
-        prompt = self.query_one(ApprovalPrompt)
-        if prompt.request is not None:
-            prompt.close()
-            self._editor_back()
+        self._close_approval()
         self.view.cancel_running()
         self.status.show(state="ready")
 
@@ -510,7 +525,7 @@ class CloverApp(App[int]):
         if not self.busy:
             self.transcript.running_tool = None
             return None
-        waiting = self._pending_answer is not None
+        waiting = self.query_one(ApprovalPrompt).request is not None  # what the screen shows, not what was asked
         label = "Waiting for your answer" if waiting else "Working"
         turn = self.ledger.running
         tokens = turn.tokens_out if turn is not None else 0
@@ -595,15 +610,17 @@ def _factory_of(build_agent: AgentBuilder, settings: Settings, cwd: Path, app_re
 
 
 def make_app(settings: Settings, cwd: Path | None = None, *, agent_factory: AgentFactory | None = None,
-             build_agent: AgentBuilder | None = None, resume: str | None = None) -> CloverApp:
-    """The app; give it `build_agent` (what the CLI does) or a ready `agent_factory` (tests)."""
+             build_agent: AgentBuilder | None = None, resume: str | None = None,
+             prompt: str | None = None) -> CloverApp:
+    """The app; give it `build_agent` (what the CLI does) or a ready `agent_factory` (tests);
+    `prompt` is sent first, as soon as the agent is ready."""
     cwd = Path(cwd or Path.cwd()).resolve()
     app_ref: list[CloverApp] = []
     if agent_factory is None:
         if build_agent is None:
             raise TypeError("make_app needs build_agent or agent_factory")
         agent_factory = _factory_of(build_agent, settings, cwd, app_ref)
-    app = CloverApp(settings, cwd, agent_factory, resume)
+    app = CloverApp(settings, cwd, agent_factory, resume, prompt)
     app_ref.append(app)
     return app
 
@@ -616,11 +633,12 @@ def _has_events(cwd: Path, session_id: str) -> bool:
         return False
 
 
-def run_app(settings: Settings, cwd: Path, build_agent: AgentBuilder, resume: str | None = None) -> int:
-    """`clover-code` without --task: the TUI until the user quits; its exit code."""
+def run_app(settings: Settings, cwd: Path, build_agent: AgentBuilder, resume: str | None = None,
+            prompt: str | None = None) -> int:
+    """`clover-code [PROMPT]` without --task: the TUI until the user quits; its exit code."""
     from clover_code.ui.tui.terminal_guard import watch_terminal
 
-    app = make_app(settings, cwd, build_agent=build_agent, resume=resume)
+    app = make_app(settings, cwd, build_agent=build_agent, resume=resume, prompt=prompt)
     watch_terminal(sys.__stdin__.fileno() if sys.__stdin__ is not None else 0)
     app.run()
     if app.session_id is not None and _has_events(cwd, app.session_id):  # the terminal is the user's again

@@ -12,7 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
 from clover_code.settings import ConfigError
+from clover_code.ui.terminal_text import visible
 from clover_code.ui.tui.commands.host import CommandHost
 from clover_code.ui.tui.widgets.completion_popup import Completion
 
@@ -72,11 +77,21 @@ class CommandTable:
         else:
             command.run(host, argument.strip())
 
-    def help(self) -> str:
-        """The commands, one line each: usage, then what it does."""
-        width = max((len(c.usage) for c in self._listed), default=0)
-        return "\n".join(f"  {c.usage:<{width}}  {c.help}" for c in self._listed)
+    def help(self) -> Table:
+        """The commands, one row each: usage, then what it does, wrapped in its own column."""
+        return two_columns((c.usage, c.help) for c in self._listed)
 
     def completions(self) -> list[Completion]:
         """What the `/` popup offers, in the help's order."""
         return [Completion(c.name, f"{c.argument}  {c.help}" if c.argument else c.help) for c in self._listed]
+
+
+def two_columns(rows: Iterable[tuple[str, str]]) -> Table:
+    """Rows of (name, what it does), indented, the second column wrapping within itself (a long
+    line never wraps back to the left edge). Plain text: a user's own command is not markup."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    for name, does in rows:
+        grid.add_row(Padding(Text(visible(name)), (0, 0, 0, 2)), Text(visible(does)))
+    return grid

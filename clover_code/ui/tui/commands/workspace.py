@@ -1,10 +1,12 @@
-"""Commands on the workspace: `/diff` (this session's changes), `/commit`, `/init`."""
+"""Commands on the workspace: `/diff` (this session's changes, its stat first), `/commit`
+(without a message: the model drafts one, put in the editor to accept or edit), `/init`."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from rich.console import Group
 from rich.syntax import Syntax
 from textual.widgets import Static
 
@@ -14,6 +16,10 @@ from clover_code.tools.workspace.checkpoints import other_sessions_notice
 from clover_code.tools.workspace.live_sessions import LiveSession
 from clover_code.ui.terminal_text import visible
 from clover_code.ui.tui.commands.host import CommandHost
+from clover_code.ui.tui.diff_stat import diff_stat, stat_view
+
+if TYPE_CHECKING:
+    from clover_code.agent.loop import Agent
 
 
 class Checkpointing(Protocol):
@@ -46,8 +52,8 @@ def diff(app: CommandHost, arg: str) -> None:
         if not diff.strip():
             app.note("No changes since the session started.", "info")
         else:
-            app.view.mount(Static(Syntax(visible(diff), "diff", theme="ansi_dark", background_color="default"),
-                                  classes="note -diff"))
+            body = Syntax(visible(diff), "diff", theme="ansi_dark", background_color="default")
+            app.view.mount(Static(Group(stat_view(diff_stat(diff)), "", body), classes="note -diff"))
             app.view.scroll_end(animate=False)
         other_sessions_note(app)
 
@@ -55,18 +61,43 @@ def diff(app: CommandHost, arg: str) -> None:
 
 
 def commit(app: CommandHost, arg: str) -> None:
-    message = arg or "Changes made with clover-code"
     agent = app.agent
     if agent is None or "git_commit" not in agent.registry.tools:
         app.note("commit is not available: no git_commit tool", "error")
         return
+    if not arg:
+        _draft_message(app, agent)
+        return
     registry, ctx = agent.registry, agent.ctx
 
     async def commit() -> None:
-        result = await registry.call("git_commit", {"message": message}, ctx)
+        result = await registry.call("git_commit", {"message": arg}, ctx)
         app.note(result.output, "info" if result.ok else "error")
 
     app.in_background(commit())
+
+
+def _draft_message(app: CommandHost, agent: Agent) -> None:
+    """The model drafts the message; `/commit MESSAGE` goes in the editor, where Enter commits
+    with it as it is or edited (the editor is the TUI's one place to change text before it is
+    sent), and Ctrl+C drops it."""
+    app.note("Drafting a commit message from the changes…", "dim")
+
+    async def draft() -> None:
+        try:
+            message = await agent.draft_commit_message()
+        except Exception as exc:  # nothing to commit, git or the engine failed: said, never lost
+            app.report(exc, "no commit message drafted: ")
+            return
+        if not message:
+            app.note("The model wrote no commit message; give one: /commit MESSAGE", "error")
+        elif app.restore_prompt(f"/commit {message}"):
+            app.note(f"Drafted: {message}\nIt is in the editor: Enter commits with it (edit it first if you "
+                     "like); Ctrl+C drops it.", "info")
+        else:  # the editor holds the user's own text: not overwritten
+            app.note(f"Drafted: {message}\nTo commit with it: /commit {message}", "info")
+
+    app.in_background(draft())
 
 
 def init(app: CommandHost, arg: str) -> None:
