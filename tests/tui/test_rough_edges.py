@@ -9,7 +9,6 @@ from __future__ import annotations
 import subprocess
 
 from rich.console import Console
-from tui_helpers import call, converse, idle, notes, ready, scripted_app, send, text_of, wait_for
 
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.settings import Settings
@@ -20,6 +19,7 @@ from clover_code.ui.tui.widgets.input_editor import InputEditor
 from clover_code.ui.tui.widgets.tool_card import ToolCard
 from clover_code.ui.tui.widgets.user_message import UserMessage
 from clover_code.wiring.assemble import build_agent
+from tests.support.tui import call, converse, idle, notes, ready, scripted_app, send, text_of, wait_for
 
 NARROW = (80, 24)
 READ = call("read_file", path="app.py")
