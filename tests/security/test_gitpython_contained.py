@@ -18,7 +18,7 @@ import pytest
 from clover_code.sandbox.bwrap import bwrap_problem
 from clover_code.sandbox.gitpython import HostGitClosed, SandboxedRepo, diff_trees, git
 from clover_code.sandbox.gitrun import Git
-from clover_code.tools import Registry, ToolContext
+from clover_code.tools import Registry, ToolContext, ToolError
 from clover_code.tools.git import TOOLS as GIT_TOOLS
 from clover_code.tools.shell import TOOLS as SHELL_TOOLS
 from clover_code.tools.workspace import Workspace
@@ -68,6 +68,8 @@ async def test_gitpython_runs_only_the_sandboxed_git(tmp_path: Path):
     assert [(d.change_type, d.b_path) for d in diff_trees(repo, "HEAD~1", "HEAD")] == [("M", "notes.txt")]
     with pytest.raises(HostGitClosed):
         repo.index.commit("GitPython's own commit runs hooks itself")
+    with pytest.raises(ToolError, match=r"^git rev-parse failed: fatal: "):  # a message, for the model
+        repo.git.rev_parse("--verify", "no-such-ref^{commit}")
     for name, args in [("git_status", {}), ("git_diff", {}), ("git_log", {}), ("git_commit", {"message": "x"})]:
         await REGISTRY.call(name, args, ctx)
     checkpoints = ctx.checkpoints
