@@ -104,7 +104,8 @@ class _Finished:
 
 class SandboxedGit(git.Git):
     """GitPython's command wrapper whose every git is `runner.run` in `where`'s repository:
-    what may change is that repository's git dir and the work tree, nothing else."""
+    what may change is that repository's git dir and the work tree, nothing else. The runner
+    decides git's environment (`env` is added to it); GitPython's own environment is not passed."""
 
     def __init__(self, runner: Git, where: Repository, *, env: dict[str, str] | None = None,
                  writable: tuple[Path, ...] | None = None, checkpoint_refs: bool = False,
