@@ -50,8 +50,9 @@ TIMEOUT_S = 300.0  # a commit's hooks may run a test suite
 @dataclass(frozen=True)
 class GitResult:
     code: int
-    out: str
+    out: str  # as text: undecodable bytes replaced, line ends as "\n"
     err: str
+    raw: bytes = b""  # stdout exactly as git wrote it (objects, paths that are not UTF-8)
 
 
 @dataclass(frozen=True)
@@ -220,12 +221,12 @@ class Git:
         finally:
             limit.close()
         note = limit.memory_note(result.err)
-        return GitResult(result.code, result.out, f"{result.err}\n{note}") if note else result
+        return GitResult(result.code, result.out, f"{result.err}\n{note}", result.raw) if note else result
 
     def _communicate(self, argv: list[str], cwd: Path, env: dict[str, str], input: str | None,
                      timeout: float, limit: CommandLimits | None, pass_fds: tuple[int, ...]) -> GitResult:
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, env=env, text=True, errors="replace", pass_fds=pass_fds,
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, pass_fds=pass_fds,
                                     stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         except OSError as exc:
@@ -233,14 +234,20 @@ class Git:
         if limit:
             limit.start(proc.pid)
         try:
-            out, err = proc.communicate(input, timeout=timeout)
+            raw, raw_err = proc.communicate(None if input is None else input.encode(), timeout=timeout)
         except subprocess.TimeoutExpired:
             kill_group(proc.pid)
-            out, err = proc.communicate()
-            err += f"\n[git timed out after {timeout:g} s and was killed]"
+            raw, raw_err = proc.communicate()
+            raw_err += f"\n[git timed out after {timeout:g} s and was killed]".encode()
+        err = _text(raw_err)
         if limit and limit.hit(err):
             err += "\n" + limit_note(self.policy.max_processes, killed=limit.killed)
-        return GitResult(proc.returncode, out, err)
+        return GitResult(proc.returncode, _text(raw), err, raw)
+
+
+def _text(data: bytes) -> str:
+    """What a text-mode pipe would have read: UTF-8 with replacements, universal newlines."""
+    return data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _enclosing_top(root: Path) -> tuple[Path, ...]:

@@ -1,6 +1,8 @@
 """Git tools: status, diff, log, commit; and turn checkpoints for undo.
 
-Every git command runs through sandbox/gitrun.py, inside the sandbox. git_commit never
+Every git command runs through sandbox/gitrun.py, inside the sandbox; what git reports as
+data (the changes of a commit) comes as GitPython's objects, from that same git
+(sandbox/gitpython.py). git_commit never
 amends, pushes or rewrites history: it only adds a new commit on the current branch, and never
 one that records a nested repository (git on the host would run that repository's settings):
 a commit a hook made so is taken back.
@@ -14,6 +16,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, Field
 
 from clover_code.sandbox.gitlinks import GITLINK_MODE, NestedRepositoryError
+from clover_code.sandbox.gitpython import SandboxedRepo, diff_trees
 from clover_code.sandbox.gitrun import NO_NESTED, Git, GitResult, Repository
 from clover_code.tools import ToolContext, ToolError, ToolResult
 from clover_code.tools.shell import OutputCap
@@ -24,6 +27,7 @@ __all__ = ["TOOLS", "Checkpoints", "GitCommit", "GitDiff", "GitLog", "GitStatus"
 
 DIFF_HEAD_BYTES, DIFF_TAIL_BYTES = 40_000, 10_000
 STATUS_LINES = 400
+GITLINK = int(GITLINK_MODE, 8)  # a nested repository's mode, as GitPython's diffs give modes
 
 
 def workspace_git(ctx: ToolContext) -> Git:
@@ -44,6 +48,14 @@ class _Git:
                 "(the user can run `git init` to make one)"
             )
         self.repository: Repository = repository
+        self._repo: SandboxedRepo | None = None
+
+    @property
+    def repo(self) -> SandboxedRepo:
+        """The repository as GitPython's objects, its git the same sandboxed runner."""
+        if self._repo is None:
+            self._repo = SandboxedRepo(self.git, self.repository)
+        return self._repo
 
     def run(self, *args: str, check: bool = True) -> GitResult:
         """git in the repository's top folder: paths in its output as `git status` shows them."""
@@ -232,10 +244,8 @@ def _take_back_nested(g: _Git, before: str) -> None:
     after = _head(g)
     if not after or after == before:
         return
-    fields = g.out("diff-tree", "-r", "-z", "--no-commit-id", "--no-renames",
-                   *([before] if before else ["--root"]), after).split("\0")
-    nested = [path for meta, path in zip(fields[::2], fields[1::2], strict=False)
-              if meta.split(" ")[1:2] == [GITLINK_MODE] and not meta.startswith(f":{GITLINK_MODE} ")]
+    nested = [change.b_path for change in diff_trees(g.repo, before or None, after)
+              if change.b_mode == GITLINK and change.a_mode != GITLINK and change.b_path]
     if not nested:
         return
     ref = g.run("symbolic-ref", "-q", "HEAD", check=False).out.strip() or "HEAD"

@@ -17,6 +17,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as installed
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TextIO
 
@@ -117,7 +119,12 @@ def check_git() -> Check:
     version = _first_line(["git", "--version"])
     if version is None:
         return Check("git", "fail", "git not found", fix="install git (the git tools and /undo need it)")
-    return Check("git", "ok", version)
+    try:  # the package's metadata, not an import: GitPython's import would look for git itself
+        layer = f"GitPython {installed('GitPython')}, running the sandboxed git"
+    except PackageNotFoundError:
+        return Check("git", "fail", f"{version}; GitPython is not installed",
+                     fix="reinstall clover-code (pip install clover-code pulls GitPython in)")
+    return Check("git", "ok", f"{version}; {layer}")
 
 
 def check_ripgrep() -> Check:

@@ -18,7 +18,8 @@ redo puts back only what its rewind changed. `/diff` shows this session's files 
 Restoring rewrites only files that differ: created ones are removed, deleted ones come back.
 Ignored files (build output, venvs, `.env`) are neither saved nor touched, whatever a
 checkpoint's tree holds. Git runs inside the sandbox like every other git command
-(sandbox/gitrun.py), with hooks off.
+(sandbox/gitrun.py), with hooks off; what differs between two trees comes as GitPython's
+Diff objects from that same git (sandbox/gitpython.py).
 Sessions at work in the same folder see each other (live_sessions.py), and undo says so.
 
 A session's checkpoints outlive its process, so a rewind of a resumed session (`--resume`,
@@ -52,7 +53,8 @@ from typing import Literal, overload
 from clover_code.errors import ToolError
 from clover_code.jsonsafe import JSON
 from clover_code.sandbox import own_dirs
-from clover_code.sandbox.gitrun import Git, GitResult
+from clover_code.sandbox.gitpython import SandboxedRepo, diff_trees
+from clover_code.sandbox.gitrun import Git, GitResult, Repository
 from clover_code.tools.workspace import reserved_path
 from clover_code.tools.workspace.checkpoint_ledger import RefLedger
 from clover_code.tools.workspace.live_sessions import LiveSession, LiveSessions
@@ -89,6 +91,7 @@ class Checkpoints:
         self._runner = git or Git(self.root)
         self._lock = threading.Lock()
         self._git_dir: Path | None = None  # found on first use
+        self._repo: SandboxedRepo | None = None  # the same, as GitPython's objects (made on first use)
         self._writable: tuple[Path, ...] = ()  # the git dirs snapshots write to
         self._ledger: RefLedger | None = None  # where the refs are written down (found with the git dir)
         self._shadow = False  # True: a private repository, not the user's
@@ -472,9 +475,20 @@ class Checkpoints:
         return tree
 
     def _changes(self, old: str, new: str) -> list[tuple[str, str]]:
-        out = self._git("diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new, strip=False)
-        fields = out.split("\0")
-        return [(fields[i], fields[i + 1]) for i in range(0, len(fields) - 1, 2)]
+        """(status letter, path) of each file that differs from tree-ish `old` to `new`."""
+        try:
+            return [(change.change_type or "M", change.b_path or change.a_path or "")
+                    for change in diff_trees(self._objects(), old, new)]
+        except ToolError as exc:
+            raise CheckpointError(f"checkpoint failed: {exc}") from None
+
+    def _objects(self) -> SandboxedRepo:
+        """The checkpoints' repository as GitPython's objects; its git is `_result`'s."""
+        if self._repo is None:
+            git_dir = self._ensure_git_dir()
+            self._repo = SandboxedRepo(self._runner, Repository(self.root, git_dir, git_dir), env=self._env(),
+                                       writable=self._writable_now(), checkpoint_refs=True, options=NO_HOOKS)
+        return self._repo
 
     def _find_git_dir(self) -> Path:
         repository = self._runner.session_repository()  # the session's, as at its start
@@ -549,15 +563,20 @@ class Checkpoints:
     def _result(self, *args: str, input: str | None = None, index: Path | None = None) -> GitResult:
         """git on the checkpoints' git dir, with the private index (or `index`), hooks off; the
         one kind of run that may write refs/clover."""
+        try:
+            return self._runner.run(*NO_HOOKS, *args, writable=self._writable_now(), visible=(self.root,),
+                                    env=self._env(index), input=input, check=False, checkpoint_refs=True)
+        except ToolError as exc:
+            raise CheckpointError(f"checkpoint failed: {exc}") from None
+
+    def _env(self, index: Path | None = None) -> dict[str, str]:
         env = {**IDENTITY, "GIT_INDEX_FILE": str(index or self._index)}
         if self._git_dir is not None:
             env |= {"GIT_DIR": str(self._git_dir), "GIT_WORK_TREE": str(self.root)}
-        writable = (*self._writable, self._index.parent)
-        try:
-            return self._runner.run(*NO_HOOKS, *args, writable=writable, visible=(self.root,), env=env,
-                                    input=input, check=False, checkpoint_refs=True)
-        except ToolError as exc:
-            raise CheckpointError(f"checkpoint failed: {exc}") from None
+        return env
+
+    def _writable_now(self) -> tuple[Path, ...]:
+        return (*self._writable, self._index.parent)
 
 
 def other_sessions_notice(others: list[LiveSession]) -> str:
