@@ -124,3 +124,13 @@ XML_TEMPLATE = (
     "{% for k, v in tc.function.arguments.items() %}<parameter={{ k }}>\n{{ v }}\n</parameter>\n{% endfor %}"
     "</function>\n</tool_call>{% endfor %}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+@pytest.mark.parametrize("fmt", [DEMO, QWEN_JSON, XML], ids=["demo", "qwen", "xml"])
+def test_a_required_call_opens_the_reply_and_free_text_may_follow(fmt):
+    grammar = CallGrammar(fmt, [READ, STATUS], required=True)
+    assert grammar.forced(grammar.start)[0].startswith("<tool_call>" + fmt.head)  # the scaffold writes it
+    assert accepts(grammar, call("git_status", {}, fmt) + " done")
+    assert not accepts(grammar, "Sure. " + call("git_status", {}, fmt))  # text first: ruled out
+    only = CallGrammar(fmt, [READ], required=True)  # one tool: its name is forced too
+    assert only.forced(only.start)[0].startswith("<tool_call>" + fmt.head + "read_file")

@@ -70,9 +70,10 @@ FREE_FRAMES = (Top, Str, ParamValue)  # where text is the model's own
 
 
 class CallGrammar:
-    """Replies with tool calls of `tools` (OpenAI function schemas) in the layout `fmt`."""
+    """Replies with tool calls of `tools` (OpenAI function schemas) in the layout `fmt`;
+    `required`: a reply that opens with a call (free text may follow it)."""
 
-    def __init__(self, fmt: CallFormat, tools: Iterable[Mapping[str, object]]):
+    def __init__(self, fmt: CallFormat, tools: Iterable[Mapping[str, object]], required: bool = False):
         schemas = Schemas()
         functions = [f for t in tools if isinstance(f := t.get("function", t), dict)
                      and isinstance(f.get("name"), str) and f["name"]]
@@ -87,7 +88,8 @@ class CallGrammar:
         self.lists: dict[type, Allowed] = {**self.json.lists, Top: _free, Name: self._name_chars,
                                            Params: self._params_chars, ParamName: self._param_name_chars,
                                            ParamValue: _free}
-        self.start: Stack = (Top(),)
+        # Required: the state just inside `<tool_call>`, with the tag itself still to write.
+        self.start: Stack = (Top(), Name()) + _lit(fmt.head) + _lit(OPEN) if required and self.names else (Top(),)
 
     # -- the interface -------------------------------------------------------------------------
     def feed(self, stack: Stack, text: str, structural: bool = False, strict: bool = False) -> Stack | None:

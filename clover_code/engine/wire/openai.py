@@ -231,7 +231,9 @@ def request_json(request: ChatRequest, model: str, *, stream: bool = True) -> JS
         body["threshold"] = request.threshold
     if request.tools:
         body["tools"] = request.tools
-        body["tool_choice"] = "auto"
+        body["tool_choice"] = request.tool_choice
+    if request.session is not None:
+        body["user"] = request.session  # session affinity for routers that key on it
     return body
 
 
