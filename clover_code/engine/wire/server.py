@@ -1,8 +1,8 @@
 """`clover-code serve`: any Engine behind the wire formats agents speak.
 
 POST /v1/chat/completions (OpenAI Chat Completions, chat.py), POST /v1/messages and
-/v1/messages/count_tokens (Anthropic Messages, messages.py: Claude Code), GET /v1/models (with
-the context window), GET /health.
+/v1/messages/count_tokens (Anthropic Messages, messages.py: Claude Code), POST /v1/responses
+(OpenAI Responses, responses.py: Codex), GET /v1/models (with the context window), GET /health.
 Every format takes the same path: authentication (`Authorization: Bearer KEY` or
 `x-api-key: KEY`), the body's checks, the prompt's length against the window, the queue, and
 one streamed event per committed block (reply.py splits blocks into text and tool calls; each
@@ -43,13 +43,14 @@ from clover_code.engine.wire.gate import ClientGone, EventStream, Gate, race_dis
 from clover_code.engine.wire.messages import MessagesDialect, parse_count
 from clover_code.engine.wire.openai import PromptTooLong, WireError, error_body
 from clover_code.engine.wire.reply import Reply, Segment, WireCall, Writer, joined
+from clover_code.engine.wire.responses import ResponsesDialect
 from clover_code.jsonsafe import JSON, JSONObject
 
 log = logging.getLogger("clover_code.server")
 MAX_BODY_BYTES = 16 * 1024 * 1024
 BODY_TIMEOUT = 60.0  # seconds for a whole request body, once its headers are in
 PING_SECONDS = 5.0  # a keep-alive event after this long without a block
-ROUTES = "POST /v1/chat/completions, /v1/messages, /v1/messages/count_tokens, GET /v1/models"
+ROUTES = "POST /v1/chat/completions, /v1/messages, /v1/messages/count_tokens, /v1/responses, GET /v1/models"
 
 
 class Dialect(Protocol):
@@ -284,6 +285,7 @@ def create_app(engine: Engine, *, api_key: str | None = None, max_queue: int = 1
         Route("/v1/chat/completions", server.endpoint(ChatDialect()), methods=["POST"]),
         Route("/v1/messages", server.endpoint(MessagesDialect()), methods=["POST"]),
         Route("/v1/messages/count_tokens", server.count_tokens, methods=["POST"]),
+        Route("/v1/responses", server.endpoint(ResponsesDialect()), methods=["POST"]),
     ], exception_handlers={HTTPException: _http_error, Exception: _internal_error})
     app.state.server = server
     return app
