@@ -45,8 +45,10 @@ ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "
                404: "not_found_error", 408: "timeout_error", 413: "request_too_large", 429: "rate_limit_error",
                500: "api_error", 529: "overloaded_error"}
 STOP_REASONS = {"length": "max_tokens", "tool_calls": "tool_use"}
+# What a local model neither wrote nor can use: its thinking, server tools' traffic, and
+# Claude Code's tool search answers (the tools themselves come in `tools`).
 IGNORED_BLOCKS = {"thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result",
-                  "web_fetch_tool_result", "code_execution_tool_result"}  # nothing a local model wrote or reads
+                  "web_fetch_tool_result", "code_execution_tool_result", "tool_reference"}
 
 
 class MessagesDialect:
