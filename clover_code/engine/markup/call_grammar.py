@@ -21,6 +21,7 @@ from clover_code.engine.markup.json_grammar import (
     Allowed,
     Feed,
     Frame,
+    GStr,
     JsonRules,
     Lit,
     Node,
@@ -67,6 +68,7 @@ class ParamValue(Frame):  # xml: free text until the closing tag; `matched` char
 
 
 FREE_FRAMES = (Top, Str, ParamValue)  # where text is the model's own
+CONTENT_FRAMES = (Str, GStr, ParamValue)  # inside a value's text: no added token lands there
 
 
 class CallGrammar:
@@ -82,7 +84,7 @@ class CallGrammar:
         self.args = tuple(schemas.add(f.get("parameters") or {"type": "object", "properties": {}}) for f in functions)
         self.nodes: list[Node] = schemas.nodes
         self.fmt, self.end = fmt, fmt.tail + CLOSE
-        self.json = JsonRules(self.nodes, fmt.item_sep, fmt.kv_sep)
+        self.json = JsonRules(self.nodes, fmt.item_sep, fmt.kv_sep, schemas.machines)
         self.feeds: dict[type, Feed] = {**self.json.feeds, Top: self._top, Name: self._name, Params: self._params,
                                         ParamName: self._param_name, ParamValue: self._param_value}
         self.lists: dict[type, Allowed] = {**self.json.lists, Top: _free, Name: self._name_chars,
@@ -100,7 +102,7 @@ class CallGrammar:
         for c in text:
             while True:
                 frame = stack[-1]
-                if structural and isinstance(frame, (Str, ParamValue)):
+                if structural and isinstance(frame, CONTENT_FRAMES):
                     return None
                 if strict and c in WHITESPACE and is_gap(frame):
                     return None

@@ -5,9 +5,10 @@ it); a `previous_response_id` is refused with a 400 saying so. In: `instructions
 items (`message` with role user / developer / system / assistant, `function_call`,
 `function_call_output`, `custom_tool_call`, `custom_tool_call_output`; `reasoning` items are
 dropped), `function` tools and freeform `custom` tools (Codex's apply_patch: the model writes
-the raw input as the call's one string argument, `input`, which goes back as a
-`custom_tool_call`), `tool_choice`, `max_output_tokens` (cut to the window), `temperature`,
-`top_p`, `prompt_cache_key` (the session). Tool types a local server cannot run
+the raw input as the call's one string argument, `input`, decoded under the tool's Lark grammar
+where it is simple, and it goes back as a `custom_tool_call`), `tool_choice`,
+`max_output_tokens` (cut to the window), `temperature`, `top_p`, `prompt_cache_key` (the
+session). Tool types a local server cannot run
 (`web_search`, `namespace`, `tool_search`, `file_search`, ...) are left out of the prompt.
 
 Out, streamed: `response.created`, `response.in_progress`, per committed block the deltas
@@ -44,8 +45,6 @@ from clover_code.jsonsafe import JSON, JSONObject
 
 TEXT_PARTS = {"input_text", "output_text", "text", "refusal", "summary_text"}
 IGNORED_ITEMS = {"reasoning", "web_search_call", "file_search_call", "image_generation_call", "compaction"}
-CUSTOM_INPUT = {"type": "object", "properties": {"input": {"type": "string", "description": "the tool's raw input"}},
-                "required": ["input"], "additionalProperties": False}
 
 
 class ResponsesDialect:
@@ -178,19 +177,26 @@ def _tools(value: JSON) -> tuple[list[JSONObject], list[str]]:
         if kind == "function":
             tools.append(function_tool(t["name"], t.get("description"), t.get("parameters")))
         else:
-            tools.append(function_tool(t["name"], _custom_description(t), CUSTOM_INPUT))
+            tools.append(_freeform(t))
             custom.append(t["name"])
     return tools, custom
 
 
-def _custom_description(tool: JSONObject) -> str:
-    """A freeform tool's description, with the grammar its input follows when it has one."""
-    text = str(tool.get("description") or "")
+def _freeform(tool: JSONObject) -> JSONObject:
+    """A freeform tool as a function of one string, `input`. A Lark grammar for it goes with the
+    string (`x-lark`): the model reads it there, and the scaffold decodes the input under it
+    where it is simple enough (engine/markup/lark_subset.py), else as plain text."""
+    text: JSONObject = {"type": "string", "description": "the tool's raw input, as its description says"}
     fmt = tool.get("format")
-    if isinstance(fmt, dict) and fmt.get("type") == "grammar" and isinstance(fmt.get("definition"), str):
-        text += f"\n\nPut the raw input in `input`; it follows this {fmt.get('syntax', '')} grammar:\n"
-        text += fmt["definition"]
-    return text
+    grammar = fmt.get("definition") if isinstance(fmt, dict) and fmt.get("type") == "grammar" else None
+    if isinstance(grammar, str) and isinstance(fmt, dict):
+        if fmt.get("syntax") == "lark":
+            text["x-lark"] = grammar
+        else:
+            text["description"] = f"the tool's raw input, in this {fmt.get('syntax')} syntax: {grammar}"
+    description = f"{tool.get('description') or ''}\n\nPut the raw input in `input`.".strip()
+    schema = {"type": "object", "properties": {"input": text}, "required": ["input"], "additionalProperties": False}
+    return function_tool(str(tool["name"]), description, schema)
 
 
 def _tool_choice(choice: JSON, tools: list[JSONObject]) -> tuple[list[JSONObject], str]:
