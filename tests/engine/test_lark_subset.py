@@ -26,7 +26,8 @@ PATCH = "\n".join([
     'change_line: ("+" | "-" | " ") /(.*)/ LF',
     '%import common.LF',
 ])
-GOOD = "*** Begin Patch\n*** Update File: a.py\n@@ def f\n-    x = 1\n+    x = 2\n*** Add File: b.txt\n+hi\n*** End Patch\n"
+GOOD = ("*** Begin Patch\n*** Update File: a.py\n@@ def f\n-    x = 1\n+    x = 2\n*** Add File: b.txt\n+hi\n"
+        "*** End Patch\n")
 TOOL = {"type": "function", "function": {"name": "apply_patch", "parameters": {
     "type": "object", "properties": {"input": {"type": "string", "x-lark": PATCH}}, "required": ["input"]}}}
 

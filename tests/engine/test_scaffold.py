@@ -118,7 +118,7 @@ def test_a_freeform_input_is_decoded_under_its_grammar(setup):
     bare = {"type": "function", "function": {"name": "apply_patch", "parameters": {
         "type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}}}
     ids, den, guide = decode(setup, unsure, tools=[TOOL])
-    plain_ids, plain_den, plain_guide = decode(setup, unsure, tools=[bare])
+    plain_ids, _, plain_guide = decode(setup, unsure, tools=[bare])
     assert ids == plain_ids == target
     assert guide.stats.forced > plain_guide.stats.forced + 5  # the patch's fixed lines cost no pass
     assert den.passes == len(target) - guide.stats.forced

@@ -129,13 +129,13 @@ def _tools(tools: JSON) -> list[JSONObject]:
 
 def _tool_choice(choice: JSON, tools: list[JSONObject]) -> tuple[list[JSONObject], str]:
     """(the tools the reply may call, "auto" or "required") for OpenAI's tool_choice."""
-    if choice in (None, "auto"):
-        return tools, "auto"
     if choice == "none":
         return [], "auto"
     if choice == "required":
         return tools, "required"
-    fn = choice.get("function") if isinstance(choice, dict) else None
+    if not isinstance(choice, dict) or choice.get("type") != "function":
+        return tools, "auto"  # auto, or a kind this server does not know: as before, the model chooses
+    fn = choice.get("function")
     name = fn.get("name") if isinstance(fn, dict) else None
     named = [t for t in tools if t["function"].get("name") == name]
     if not named:
