@@ -150,9 +150,12 @@ def test_errors_have_the_messages_shape():
 def test_a_prompt_past_the_window_is_worded_as_claude_code_reads_it():
     engine = scripted(WORDS)
     engine.info = type(engine.info)("scripted", "tiny", context_window=50, block_size=8)
-    with serve_app(create_app(engine)) as url, pytest.raises(anthropic.BadRequestError) as exc:
-        client(url).messages.create(model="m", max_tokens=64000, messages=[{"role": "user", "content": "x " * 400}])
-    assert "prompt is too long" in exc.value.message and "> 50 maximum" in exc.value.message
+    long = [{"role": "user", "content": "x " * 400}]
+    with serve_app(create_app(engine)) as url:
+        counted = client(url).messages.count_tokens(model="m", messages=long)  # counting is not generating
+        with pytest.raises(anthropic.BadRequestError) as exc:
+            client(url).messages.create(model="m", max_tokens=64000, messages=long)
+    assert f"prompt is too long: {counted.input_tokens} tokens > 50 maximum" in exc.value.message
 
 
 def test_a_full_queue_is_overloaded_529():

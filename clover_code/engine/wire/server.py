@@ -122,7 +122,7 @@ class Server:
         try:
             if refusal := self._refusal(request):
                 raise refusal
-            tokens = self._count(parse_count(await self._body(request), request.headers))
+            tokens = self._count(parse_count(await self._body(request), request.headers), fits=False)
         except WireError as exc:
             return _answer(dialect, exc)
         except ClientGone:
@@ -204,13 +204,13 @@ class Server:
             raise ClientGone() from None
         return raw
 
-    def _count(self, call: WireCall) -> int:
-        """The prompt's length in tokens, refused (WireError) when it leaves no room for a reply."""
+    def _count(self, call: WireCall, fits: bool = True) -> int:
+        """The prompt's length in tokens; `fits`: refused (WireError) when it leaves no room for a reply."""
         try:
             tokens = self.engine.count_tokens(call.request)
         except EngineError as exc:  # e.g. the chat template refuses these messages
             raise WireError(str(exc), param="messages") from None
-        if tokens >= self.engine.info.context_window:
+        if fits and tokens >= self.engine.info.context_window:
             raise PromptTooLong(tokens, self.engine.info.context_window)
         return tokens
 
