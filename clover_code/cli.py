@@ -79,8 +79,12 @@ def generate_parser() -> argparse.ArgumentParser:
 
 def serve_parser() -> argparse.ArgumentParser:
     p = Parser(prog="clover-code serve",
-                                description="Serve a checkpoint over an OpenAI-compatible HTTP API.")
-    p.add_argument("--model", help="checkpoint folder (or CLOVER_MODEL)")
+                                description="Serve a checkpoint over HTTP: OpenAI Chat Completions, Anthropic Messages "
+                                "(Claude Code) and OpenAI Responses (Codex).")
+    p.add_argument("--model", help="checkpoint folder (or CLOVER_MODEL); with --engine remote, the model to ask for")
+    p.add_argument("--engine", help="embedded (default) | remote (translate for --endpoint: another server) | "
+                   "scripted:FILE (replies in JSONL, one per request: protocol tests without a model)")
+    p.add_argument("--endpoint", help="with --engine remote: the OpenAI-compatible base URL to translate for")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--api-key", help="bearer token clients must send (or CLOVER_SERVE_API_KEY, or serve_api_key "

@@ -51,6 +51,7 @@ class Block:
     # of prompt_tokens, those served from the engine's prefix cache (the rest were encoded);
     # set with prompt_tokens when the engine says (OpenAI usage: prompt_tokens_details.cached_tokens)
     prompt_reused: int | None = None
+    stop_sequence: str | None = None  # the request's stop string that ended the reply, when known
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,12 @@ class ChatRequest:
     stop: tuple[str, ...] = ()
     threshold: float | None = None  # None: the engine's default
     seed: int | None = None
+    # "auto": the model may call a tool; "required": the reply opens with a call (to narrow it to
+    # one tool, send only that tool)
+    tool_choice: str = "auto"
+    # Whose conversation this is (a client's session id): the prefix cache keeps each person's
+    # state, and a remote engine passes it on for session affinity. None: nobody in particular.
+    session: str | None = None
     # Called on the event loop thread after every denoising step (embedded engine only).
     on_step: Callable[[DenoiseStep], None] | None = None
 

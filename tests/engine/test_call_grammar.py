@@ -5,7 +5,7 @@ import pytest
 
 from clover_code.engine.markup.call_format import QWEN_JSON, probe_call_format
 from clover_code.engine.markup.call_grammar import CallGrammar
-from tests.support.grammar import DEMO, TOOLS, XML, XML_TEMPLATE, call
+from tests.support.grammar import DEMO, READ, STATUS, TOOLS, XML, XML_TEMPLATE, call
 
 
 def accepts(grammar: CallGrammar, text: str) -> bool:
@@ -92,3 +92,13 @@ def test_the_layout_comes_from_the_chat_template():
     assert probe_call_format(tokenizer) == DEMO
     tokenizer.chat_template = XML_TEMPLATE
     assert accepts(CallGrammar(probe_call_format(tokenizer), TOOLS), call("read_file", {"path": "a"}, XML))
+
+
+@pytest.mark.parametrize("fmt", [DEMO, QWEN_JSON, XML], ids=["demo", "qwen", "xml"])
+def test_a_required_call_opens_the_reply_and_free_text_may_follow(fmt):
+    grammar = CallGrammar(fmt, [READ, STATUS], required=True)
+    assert grammar.forced(grammar.start)[0].startswith("<tool_call>" + fmt.head)  # the scaffold writes it
+    assert accepts(grammar, call("git_status", {}, fmt) + " done")
+    assert not accepts(grammar, "Sure. " + call("git_status", {}, fmt))  # text first: ruled out
+    only = CallGrammar(fmt, [READ], required=True)  # one tool: its name is forced too
+    assert only.forced(only.start)[0].startswith("<tool_call>" + fmt.head + "read_file")

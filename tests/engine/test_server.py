@@ -339,3 +339,19 @@ def test_disconnect_cancels_a_non_streaming_generation():
         while not engine.closed and time.monotonic() < deadline:
             time.sleep(0.02)
     assert engine.closed and engine.closed[0] - gone < 1.0 and engine.produced < 15
+
+
+def test_chat_tool_choice_and_user_reach_the_engine():
+    engine = scripted(WORDS, WORDS)
+    edit = {"type": "function", "function": {"name": "edit_file", "parameters": {"type": "object"}}}
+    with serve_app(create_app(engine)) as url:
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0)
+        client.chat.completions.create(model="tiny", messages=USER, tools=[*TOOLS, edit], user="person-1",
+                                       tool_choice={"type": "function", "function": {"name": "read_file"}})
+        client.chat.completions.create(model="tiny", messages=USER, tools=TOOLS, tool_choice="required")
+        with pytest.raises(openai.BadRequestError, match="tool_choice"):
+            client.chat.completions.create(model="tiny", messages=USER, tools=TOOLS,
+                                           tool_choice={"type": "function", "function": {"name": "nope"}})
+    named, required = engine.requests
+    assert named.tools == TOOLS and named.tool_choice == "required" and named.session == "person-1"
+    assert required.tools == TOOLS and required.tool_choice == "required" and required.session is None
