@@ -109,14 +109,21 @@ class EventLog(Protocol):
 class Agent:
     def __init__(self, engine: Engine, registry: Registry, ctx: ToolContext, approver: Approver,
                  settings: AgentSettings, session: EventLog | None = None, system_prompt: str | None = None,
-                 *, permissions: Permissions | None = None, conversation: Conversation | None = None):
+                 *, permissions: Permissions | None = None, conversation: Conversation | None = None,
+                 engine_turns: asyncio.Lock | None = None, own_checkpoints: bool = True):
+        """`engine_turns`: held while a request streams, shared with sub-agents (agent/subagent.py),
+        so the engine serves one at a time; `own_checkpoints` False: a sub-agent, whose changes
+        are checkpointed within its parent's turn (it begins no turn of its own)."""
         self.engine, self.registry, self.ctx, self.approver = engine, registry, ctx, approver
+        self.engine_turns = engine_turns or asyncio.Lock()
+        self.own_checkpoints = own_checkpoints
         self.settings, self.session = settings, session
         self.permissions = permissions or Permissions(settings.approval)
         self.conversation = conversation or Conversation(system_prompt or "", registry.schemas())
         self._on_step: Callable[[DenoiseStep], None] | None = None
         self._sink: Callable[[Event | _End], None] | None = None  # the running turn's queue
-        if ctx.checkpoints is not None and session is not None:  # an earlier run's checkpoints count too
+        # an earlier run's checkpoints count too
+        if ctx.checkpoints is not None and session is not None and own_checkpoints:
             ctx.checkpoints.continue_session(session.id, self.conversation.turn_count,
                                              self.conversation.pending_redo())
 
@@ -270,7 +277,7 @@ class Agent:
         rewound away, where checkpoints are kept from), started beside the first model request
         instead of before it: the call runner awaits it before its first checkpoint."""
         checkpoints = self.ctx.checkpoints
-        if checkpoints is None:
+        if checkpoints is None or not self.own_checkpoints:
             return None
         # numbered as the conversation numbers turns (rewind), before this turn's message joins it
         return asyncio.create_task(asyncio.to_thread(checkpoints.begin_turn, self.conversation.turn_count))
@@ -312,7 +319,7 @@ class Agent:
         watch = DegenerationWatch()
         runner.reset()
         try:
-            async with aclosing(self.engine.stream(request)) as blocks:
+            async with self.engine_turns, aclosing(self.engine.stream(request)) as blocks:
                 async for block in blocks:
                     self.emit(BlockCommitted(block))
                     stats.blocks.add(block)

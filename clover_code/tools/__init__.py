@@ -211,7 +211,7 @@ class Registry:
 # The tool families: each module at the top of clover_code/tools/ exports TOOLS: list[Tool]
 # (the subpackages hold what they are built on). Imported on demand so that
 # `import clover_code.tools` stays light; a family that fails to import is a bug, not a skip.
-TOOL_MODULES = ("files", "search", "code", "shell", "git")
+TOOL_MODULES = ("files", "search", "code", "shell", "git", "todo")
 
 
 def default_registry() -> Registry:

@@ -12,7 +12,7 @@ Keys
   Enter send · Ctrl+J newline · Up/Down history (all sessions) · Ctrl+R search it
   / a command and @ a file open a completion list: Up/Down choose, Tab complete, Enter run
   @path attaches the file (or folder) · !cmd runs a command yourself; the model sees its output
-  Shift+Tab cycle the approval mode: ask, auto-edit, read-only (plan)
+  Shift+Tab cycle the approval mode: ask, auto-edit, plan
   Esc cancel the running generation or tool (queued messages come back to the editor)
   Ctrl+C clear the editor; on an empty one cancel, twice quit · Ctrl+D on an empty one quit
   PgUp/PgDn scroll the transcript · Ctrl+Home/End (Home/End on an empty editor) its top/end
@@ -34,7 +34,7 @@ def builtin_commands() -> CommandTable:
         _idle("/diff", "this session's changes since it started", workspace.diff),
         _idle("/commit", "commit the work tree", workspace.commit, "[MESSAGE]"),
         Command("/model", "show the engine and model; with NAME, load another model", session.model, "[NAME]"),
-        Command("/mode", "show or set the approval mode: read-only | ask | auto-edit | full-auto", session.mode,
+        Command("/mode", "show or set the approval mode: plan | ask | auto-edit | full-auto", session.mode,
                 "[MODE]", needs_agent=True),
         _idle("/compact", "summarise older turns to free context", session.compact),
         _idle("/clear", "clear the screen and start a fresh conversation", session.clear),
