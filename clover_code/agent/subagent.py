@@ -52,6 +52,8 @@ class SubagentKit:
     engine_turns: asyncio.Lock
     max_tokens: int = 4096
     temperature: float = 0.0
+    # The parent turn's checkpoint bookkeeping (Agent.turn_bookkeeping), awaited before a change.
+    parent_turn: Callable[[], asyncio.Future[None] | None] = lambda: None
 
 
 class TaskTool:
@@ -96,7 +98,7 @@ class TaskTool:
         # The parent's workspace and checkpoints (its changes are the parent turn's to undo); its own output.
         own_ctx = dataclasses.replace(ctx, on_output=None)
         return Agent(kit.engine, Registry(offered), own_ctx, kit.approver, settings, None, system,
-                     permissions=kit.permissions, engine_turns=kit.engine_turns, own_checkpoints=False)
+                     permissions=kit.permissions, engine_turns=kit.engine_turns, within=kit.parent_turn)
 
 
 class _Transcript:

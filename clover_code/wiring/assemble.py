@@ -96,8 +96,9 @@ def build_agent(settings: Settings, cwd: Path, approver: Approver, *, resume: st
     system = render_system_prompt(root, settings.approval, load_instructions(root).text, ctx.sandbox)
     permissions = Permissions(settings.approval, list(settings.allow), str(root))
     engine_turns = asyncio.Lock()  # the agent's requests and its sub-agents', one at a time
-    registry, system, problems = with_subagents(root, registry, system, SubagentKit(
-        engine, registry, permissions, approver, system, {}, engine_turns, settings.max_tokens, settings.temperature))
+    kit = SubagentKit(engine, registry, permissions, approver, system, {}, engine_turns, settings.max_tokens,
+                      settings.temperature)
+    registry, system, problems = with_subagents(root, registry, system, kit)
     conversation = Conversation(system, registry.schemas())
     past_always = 0
     if session is not None:
@@ -109,6 +110,7 @@ def build_agent(settings: Settings, cwd: Path, approver: Approver, *, resume: st
     session.redactor.add(settings.api_key)  # never written into the log (nor the env's secrets)
     agent = Agent(engine, registry, ctx, approver, agent_settings(settings), session, system,
                   permissions=permissions, conversation=conversation, engine_turns=engine_turns)
+    kit.parent_turn = lambda: agent.turn_bookkeeping
     for problem in problems:
         agent.emit(Notice(f"sub-agent definition skipped: {problem}"))
     if past_always:

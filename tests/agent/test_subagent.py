@@ -148,3 +148,22 @@ def test_definitions_from_both_folders_the_repositorys_win(tmp_path, own_config)
     with pytest.raises(ValueError, match="description"):
         (user / "bare.md").write_text("---\nname: bare\n---\n")
         parse_agent_def(user / "bare.md")
+
+
+def test_a_subagents_changes_are_the_parent_turns_to_undo(git_repo):
+    replies = [
+        call("task", description="add notes", prompt="Write notes.md."),
+        call("write_file", path="notes.md", content="new\n"),
+        "Wrote notes.md.",
+        "Done.",
+    ]
+    agent, _ = agent_on(git_repo, replies, approval="auto-edit")
+    asyncio.run(collect(agent, "add notes"))
+    assert (git_repo / "notes.md").read_text() == "new\n"
+
+    async def undo():
+        await agent.rewind(0)
+        await agent.aclose()
+
+    asyncio.run(undo())
+    assert not (git_repo / "notes.md").exists() and git_status(git_repo) == ""
