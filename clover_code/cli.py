@@ -55,8 +55,9 @@ def main_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"clover-code {__version__}")
     p.add_argument("--task", help="run headless: TEXT, @FILE, or - for stdin")
     p.add_argument("--cwd", help="workspace directory (default: current)")
-    p.add_argument("--approval", choices=["read-only", "ask", "auto-edit", "full-auto"],
-                   help="approval mode (TUI default ask, headless default full-auto)")
+    p.add_argument("--approval", choices=["plan", "ask", "auto-edit", "full-auto", "read-only"],
+                   help="approval mode (TUI default ask, headless default full-auto); plan reads, "
+                        "changes nothing and ends with a plan (read-only: its old name, still accepted)")
     p.add_argument("--max-turns", type=int, help="model requests per task before stopping")
     p.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text",
                    help="headless result format on stdout")

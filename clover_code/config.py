@@ -16,7 +16,7 @@ from pathlib import Path
 
 from clover_code.jsonsafe import JSON, JSONObject
 from clover_code.sandbox.own_dirs import config_dir
-from clover_code.settings import APPROVAL_MODES, INHERIT_ENV, NOTIFY_MODES, ConfigError, Settings
+from clover_code.settings import APPROVAL_MODES, INHERIT_ENV, NOTIFY_MODES, ConfigError, Settings, approval_mode
 
 __all__ = ["ENV_VARS", "PROJECT_KEYS", "ConfigError", "Settings", "env_setting", "load_settings", "project_config_path",
            "user_config_path"]
@@ -65,7 +65,8 @@ _CHECKS: dict[str, tuple[Callable[[JSON], bool], str]] = {
     "endpoint": (lambda v: isinstance(v, str), "a URL string"),
     "api_key": (lambda v: isinstance(v, str), "a string"),
     "serve_api_key": (lambda v: isinstance(v, str), "a string"),
-    "approval": (lambda v: v in APPROVAL_MODES, "an approval mode: " + ", ".join(APPROVAL_MODES)),
+    "approval": (lambda v: approval_mode(v) is not None,
+                 "an approval mode: " + ", ".join(APPROVAL_MODES) + " (read-only: the old name of plan)"),
     "max_turns": (lambda v: _is_int(v) and v >= 1, "a whole number, 1 or more"),
     "max_tokens": (lambda v: _is_int(v) and v >= 1, "a whole number, 1 or more"),
     "temperature": (lambda v: _is_number(v) and v >= 0, "a number, 0 or more"),
@@ -143,7 +144,7 @@ def _apply(settings: Settings, values: JSONObject, source: str) -> None:
             raise ConfigError(f"{source}: unknown setting {key!r}")
         if value is not None:
             _check(key, value, source)
-            setattr(settings, key, value)
+            setattr(settings, key, approval_mode(value) if key == "approval" else value)
 
 
 def _project_values(path: Path, settings: Settings) -> JSONObject:

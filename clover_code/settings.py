@@ -13,8 +13,19 @@ from typing import Literal, get_args
 from clover_code.errors import UserError
 from clover_code.sandbox.policy import DEFAULT_DENY_READ, DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_MB, InheritEnv
 
-ApprovalMode = Literal["read-only", "ask", "auto-edit", "full-auto"]
+ApprovalMode = Literal["plan", "ask", "auto-edit", "full-auto"]
 APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
+# Older names still accepted from config files, the environment, flags and /mode: `plan` was
+# called `read-only` before it ended with a plan to approve.
+MODE_ALIASES: dict[str, ApprovalMode] = {"read-only": "plan"}
+
+
+def approval_mode(name: object) -> ApprovalMode | None:
+    """The approval mode `name` means (an alias read as its mode); None when it names none."""
+    if not isinstance(name, str):
+        return None
+    name = MODE_ALIASES.get(name, name)
+    return next((mode for mode in APPROVAL_MODES if mode == name), None)
 INHERIT_ENV: tuple[InheritEnv, ...] = get_args(InheritEnv)
 # How a TUI nudges a user looking elsewhere (ui/tui/notifier.py): a desktop notification else the bell.
 NotifyMode = Literal["auto", "bell", "off"]

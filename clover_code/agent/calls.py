@@ -25,6 +25,7 @@ from clover_code.agent.events import (
 )
 from clover_code.agent.output_relay import OutputRelay
 from clover_code.agent.permissions import Approver, Permissions, rule_for_always
+from clover_code.agent.todos import todos_changed
 from clover_code.engine import ToolCall
 from clover_code.engine.markup.toolcalls import FORMAT_HINT, ParsedCall, new_call_id
 from clover_code.tools import BoundCall, Registry, ToolContext, ToolError, ToolKind, ToolResult
@@ -143,6 +144,8 @@ class CallRunner:
         result = await run_relayed(bound, call, self.emit)
         seconds = time.perf_counter() - start
         await settle(self.undo if self.checkpointed and bound.kind in CHECKPOINTED_KINDS else None)
+        if (todos := todos_changed(call.name, result)) is not None:
+            self.emit(todos)
         return self._finish(call, result.ok, result.output, seconds, result.data)
 
     async def _permit(self, call: ToolCall, bound: BoundCall) -> str | None:
@@ -150,8 +153,8 @@ class CallRunner:
         kind, touches = bound.kind, bound.touches
         decision = self.permissions.decide(call.name, kind, touches)
         if decision == "deny":
-            return (f"Not allowed: {call.name} is a {kind} tool and this session is read-only; "
-                    "only reading tools run. Tell the user what you would change.")
+            return (f"Not allowed: {call.name} is a {kind} tool and this session is in plan mode "
+                    "(read-only): only reading tools run. End with your plan of what you would change.")
         if decision == "allow":
             return None
         try:

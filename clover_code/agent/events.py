@@ -111,6 +111,27 @@ class ToolFinished:
     data: JSONObject = field(default_factory=dict)
 
 
+TodoStatus = Literal["pending", "in_progress", "done"]
+
+
+@dataclass(frozen=True)
+class TodoItem:
+    content: str
+    status: TodoStatus = "pending"
+
+
+@dataclass(frozen=True)
+class TodosChanged:
+    """The model's todo list as it now stands (the todo_write tool replaces it whole): UIs pin it,
+    the session log keeps it, so a resumed session shows the latest list again."""
+
+    items: tuple[TodoItem, ...]
+
+    @property
+    def done(self) -> int:
+        return sum(item.status == "done" for item in self.items)
+
+
 @dataclass(frozen=True)
 class Compacted:
     dropped_messages: int
@@ -189,7 +210,7 @@ class TurnFinished:
 Event = (
     UserMessage | BlockCommitted | TextDelta | ToolCallParsed | ApprovalNeeded | ApprovalAnswered
     | ToolStarted | ToolOutput | ToolFinished | Compacted | Cleared | UserShell | Rewound | Redone | Notice
-    | ErrorEvent | TurnFinished
+    | ErrorEvent | TurnFinished | TodosChanged
 )
 # Shown live and never logged: what they say reaches the log in a later event.
 TRANSIENT_EVENTS = (ToolOutput,)
@@ -199,7 +220,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     for cls in (
         UserMessage, BlockCommitted, TextDelta, ToolCallParsed, ApprovalNeeded, ApprovalAnswered,
         ToolStarted, ToolOutput, ToolFinished, Compacted, Cleared, UserShell, Rewound, Redone, Notice,
-        ErrorEvent, TurnFinished,
+        ErrorEvent, TurnFinished, TodosChanged,
     )
 }
 

@@ -63,7 +63,9 @@ def load_instructions(cwd: Path, max_bytes: int = MAX_BYTES) -> Instructions:
 
 
 APPROVAL_NOTES = {
-    "read-only": "only reading tools run; describe the changes you would make instead of making them.",
+    "plan": ("only reading and searching tools run, nothing can be changed. Read what the task needs, "
+             "then end with a plan and no tool call: numbered steps naming the files, the changes and how "
+             "to check them. The user approves the plan before it runs."),
     "ask": "reading is free; the user approves each edit and shell command.",
     "auto-edit": "reads and edits run freely; the user approves each shell command.",
     "full-auto": "every tool runs without asking.",

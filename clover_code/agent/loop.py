@@ -110,14 +110,23 @@ class EventLog(Protocol):
 class Agent:
     def __init__(self, engine: Engine, registry: Registry, ctx: ToolContext, approver: Approver,
                  settings: AgentSettings, session: EventLog | None = None, system_prompt: str | None = None,
-                 *, permissions: Permissions | None = None, conversation: Conversation | None = None):
+                 *, permissions: Permissions | None = None, conversation: Conversation | None = None,
+                 engine_turns: asyncio.Lock | None = None,
+                 within: Callable[[], asyncio.Future[None] | None] | None = None):
+        """`engine_turns`: held while a request streams, shared with sub-agents (agent/subagent.py),
+        so the engine serves one at a time. `within`: a sub-agent's, the parent turn's checkpoint
+        bookkeeping: its changes are checkpointed within that turn (it begins no turn of its own)."""
         self.engine, self.registry, self.ctx, self.approver = engine, registry, ctx, approver
+        self.engine_turns = engine_turns or asyncio.Lock()
+        self.within = within
+        self.turn_bookkeeping: asyncio.Future[None] | None = None  # the running turn's, for its sub-agents
         self.settings, self.session = settings, session
         self.permissions = permissions or Permissions(settings.approval)
         self.conversation = conversation or Conversation(system_prompt or "", registry.schemas())
         self._on_step: Callable[[DenoiseStep], None] | None = None
         self._sink: Callable[[Event | _End], None] | None = None  # the running turn's queue
-        if ctx.checkpoints is not None and session is not None:  # an earlier run's checkpoints count too
+        # an earlier run's checkpoints count too
+        if ctx.checkpoints is not None and session is not None and within is None:
             ctx.checkpoints.continue_session(session.id, self.conversation.turn_count,
                                              self.conversation.pending_redo())
 
@@ -255,7 +264,7 @@ class Agent:
             return TurnFinished("error", str(exc), stats.as_dict())
 
     async def _turns(self, task: str, stats: _Stats) -> TurnFinished:
-        bookkeeping = self._begin_checkpoints()
+        bookkeeping = self.turn_bookkeeping = self._begin_checkpoints()
         try:
             outcome = await self._turn(task, stats, bookkeeping)
         except BaseException:
@@ -266,17 +275,20 @@ class Agent:
             await bookkeeping
         return outcome
 
-    def _begin_checkpoints(self) -> asyncio.Task[None] | None:
+    def _begin_checkpoints(self) -> asyncio.Future[None] | None:
         """The checkpoints' bookkeeping for a new turn (sandboxed git runs: the refs of turns
         rewound away, where checkpoints are kept from), started beside the first model request
         instead of before it: the call runner awaits it before its first checkpoint."""
         checkpoints = self.ctx.checkpoints
         if checkpoints is None:
             return None
+        if self.within is not None:  # a sub-agent's turn is its parent's: shielded, as it is not its own
+            parent = self.within()
+            return asyncio.shield(parent) if parent is not None else None
         # numbered as the conversation numbers turns (rewind), before this turn's message joins it
         return asyncio.create_task(asyncio.to_thread(checkpoints.begin_turn, self.conversation.turn_count))
 
-    async def _turn(self, task: str, stats: _Stats, bookkeeping: asyncio.Task[None] | None) -> TurnFinished:
+    async def _turn(self, task: str, stats: _Stats, bookkeeping: asyncio.Future[None] | None) -> TurnFinished:
         attachments = await attach_mentions(task, self.registry, self.ctx) if "@" in task else ()
         self.emit(UserMessage(task, attachments))
         runner = CallRunner(self.registry, self.ctx, self.permissions, self.approver, self.emit,
@@ -313,7 +325,7 @@ class Agent:
         watch = DegenerationWatch()
         runner.reset()
         try:
-            async with aclosing(self.engine.stream(request)) as blocks:
+            async with self.engine_turns, aclosing(self.engine.stream(request)) as blocks:
                 async for block in blocks:
                     self.emit(BlockCommitted(block))
                     stats.blocks.add(block)

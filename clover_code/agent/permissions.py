@@ -1,7 +1,8 @@
 """Which tool calls may run without asking: approval modes plus allow rules.
 
 Modes:
-    read-only  reads run; edits, shell and git writes are refused
+    plan       reads run; edits, shell and git writes are refused; the model ends with a plan
+               (its old name `read-only` is still accepted, settings.MODE_ALIASES)
     ask        reads run; edits, shell and git writes ask the user
     auto-edit  reads and edits run; shell and git writes ask
     full-auto  everything runs, never asks (the shell stays sandboxed)
@@ -27,7 +28,7 @@ import shlex
 from typing import Literal, Protocol
 
 from clover_code.agent.events import ApprovalNeeded
-from clover_code.settings import APPROVAL_MODES, ApprovalMode
+from clover_code.settings import APPROVAL_MODES, ApprovalMode, approval_mode
 from clover_code.tools import ToolKind
 from clover_code.tools.touches import Touches
 
@@ -35,7 +36,7 @@ Decision = Literal["allow", "ask", "deny"]
 
 # Per mode, what happens to each tool kind when no allow rule matches.
 _MODE_TABLE: dict[ApprovalMode, dict[ToolKind, Decision]] = {
-    "read-only": {"read": "allow", "edit": "deny", "shell": "deny", "git": "deny"},
+    "plan": {"read": "allow", "edit": "deny", "shell": "deny", "git": "deny"},
     "ask": {"read": "allow", "edit": "ask", "shell": "ask", "git": "ask"},
     "auto-edit": {"read": "allow", "edit": "allow", "shell": "ask", "git": "ask"},
     "full-auto": {"read": "allow", "edit": "allow", "shell": "allow", "git": "allow"},
@@ -118,9 +119,10 @@ def rule_for_always(kind: ToolKind, name: str, touches: Touches, root: str | Non
 class Permissions:
     def __init__(self, mode: ApprovalMode = "ask", rules: list[str] | None = None, root: str | None = None):
         """`root`: the workspace root, so absolute paths inside it match relative rules."""
-        if mode not in _MODE_TABLE:
+        known = approval_mode(mode)  # an old name (read-only) is read as its mode
+        if known is None:
             raise ValueError(f"approval mode {mode!r} is not one of {', '.join(APPROVAL_MODES)}")
-        self.mode: ApprovalMode = mode
+        self.mode: ApprovalMode = known
         self.root = str(root) if root else None
         self.rules: list[str] = []
         for rule in rules or ():

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from clover_code import jsonsafe
 from clover_code.errors import ToolError as ToolError  # re-exported: tools raise it from here
-from clover_code.jsonsafe import JSONObject
+from clover_code.jsonsafe import JSON, JSONObject
 from clover_code.sandbox.policy import SandboxPolicy
 from clover_code.tools.touches import UNKNOWN, Touches
 
@@ -107,7 +107,7 @@ def tool_description(name: str) -> str:
 
 def tool_schema(tool: Tool) -> JSONObject:
     """OpenAI function-tool schema, from the tool's Args model and its prompt text."""
-    params = tool.Args.model_json_schema()
+    params = inline_refs(tool.Args.model_json_schema())
     params.pop("title", None)
     for prop in params.get("properties", {}).values():
         prop.pop("title", None)
@@ -115,6 +115,31 @@ def tool_schema(tool: Tool) -> JSONObject:
         "type": "function",
         "function": {"name": tool.name, "description": tool_description(tool.name), "parameters": params},
     }
+
+
+def inline_refs(schema: JSONObject) -> JSONObject:
+    """The schema with each `#/$defs/NAME` replaced by that definition (a nested model's, such as
+    todo_write's items): the call grammar and the model read one self-contained schema."""
+    defs = schema.pop("$defs", None)
+    if not isinstance(defs, dict):
+        return schema
+
+    def resolve(node: JSON, depth: int = 0) -> JSON:
+        if isinstance(node, list):
+            return [resolve(item, depth) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and depth < 8:  # a self-referring one stops
+            found = defs.get(ref.removeprefix("#/$defs/"))
+            if isinstance(found, dict):
+                return resolve(found, depth + 1)
+        # a title pydantic gives every model and field says nothing the name does not
+        return {key: resolve(value, depth) for key, value in node.items()
+                if not (key == "title" and isinstance(value, str))}
+
+    resolved = resolve(schema)
+    return resolved if isinstance(resolved, dict) else schema
 
 
 @dataclass(frozen=True)
@@ -211,7 +236,7 @@ class Registry:
 # The tool families: each module at the top of clover_code/tools/ exports TOOLS: list[Tool]
 # (the subpackages hold what they are built on). Imported on demand so that
 # `import clover_code.tools` stays light; a family that fails to import is a bug, not a skip.
-TOOL_MODULES = ("files", "search", "code", "shell", "git")
+TOOL_MODULES = ("files", "search", "code", "shell", "git", "todo")
 
 
 def default_registry() -> Registry:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, TextIO
 from clover_code import jsonsafe
 from clover_code.agent import events as ev
 from clover_code.agent.redact import Redactor
+from clover_code.agent.todos import checklist
 from clover_code.engine import EngineInfo, ToolCall
 from clover_code.engine.tally import BlockTally
 from clover_code.errors import UserError
@@ -197,6 +198,9 @@ class Progress:
         elif isinstance(event, ev.ApprovalAnswered) and event.answer == "no":
             what = call_summary(event.call, self.touches.get(event.call.id))
             self.line(f"  - declined {what} (no one to ask; see --approval)")
+        elif isinstance(event, ev.TodosChanged):
+            self.line("\n".join([f"  todo ({event.done}/{len(event.items)} done):",
+                                  *(f"    {line}" for line in checklist(event))]))
         elif isinstance(event, ev.Compacted):
             self.line(f"  · context compacted: {event.tokens_before} -> {event.tokens_after} tokens")
         elif isinstance(event, ev.Notice):

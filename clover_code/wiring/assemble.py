@@ -4,15 +4,18 @@ through here; the agent itself only ever sees AgentSettings."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+from clover_code.agent.agent_defs import agent_folders, listing, load_agent_defs
 from clover_code.agent.context import Conversation
 from clover_code.agent.events import ApprovalAnswered, Notice
 from clover_code.agent.instructions import load_instructions, render_skills, render_system_prompt
 from clover_code.agent.loop import Agent, AgentSettings
 from clover_code.agent.permissions import Approver, Permissions, sandboxed
 from clover_code.agent.session import SessionLog
+from clover_code.agent.subagent import TASK_TOOL, SubagentKit, TaskTool
 from clover_code.config import user_config_path
 from clover_code.engine import Engine, EngineError, make_engine
 from clover_code.sandbox.policy import SandboxPolicy
@@ -97,6 +100,10 @@ def build_agent(settings: Settings, cwd: Path, approver: Approver, *, resume: st
     system = render_system_prompt(root, settings.approval, load_instructions(root).text, ctx.sandbox,
                                   render_skills([(s.name, s.description) for s in skills]))
     permissions = Permissions(settings.approval, list(settings.allow), str(root))
+    engine_turns = asyncio.Lock()  # the agent's requests and its sub-agents', one at a time
+    kit = SubagentKit(engine, registry, permissions, approver, system, {}, engine_turns, settings.max_tokens,
+                      settings.temperature)
+    registry, system, problems = with_subagents(root, registry, system, kit)
     conversation = Conversation(system, registry.schemas())
     past_always = 0
     if session is not None:
@@ -106,8 +113,21 @@ def build_agent(settings: Settings, cwd: Path, approver: Approver, *, resume: st
     else:
         session = SessionLog.create(root)
     session.redactor.add(settings.api_key)  # never written into the log (nor the env's secrets)
-    agent = Agent(engine, registry, ctx, approver, agent_settings(settings),
-                  session, system, permissions=permissions, conversation=conversation)
+    agent = Agent(engine, registry, ctx, approver, agent_settings(settings), session, system,
+                  permissions=permissions, conversation=conversation, engine_turns=engine_turns)
+    kit.parent_turn = lambda: agent.turn_bookkeeping
+    for problem in problems:
+        agent.emit(Notice(f"sub-agent definition skipped: {problem}"))
     if past_always:
         agent.emit(Notice(RESUMED_ALWAYS.format(count=past_always)))
     return agent
+
+
+def with_subagents(root: Path, registry: Registry, system: str, kit: SubagentKit) -> tuple[Registry, str, list[str]]:
+    """The registry with the `task` tool added, the system prompt listing the sub-agents it can
+    run (from the user's and the repository's agents folders), and the definitions skipped."""
+    defs, problems = load_agent_defs(agent_folders(root))
+    kit.defs = defs
+    tools = [tool for name, tool in registry.tools.items() if name != TASK_TOOL]
+    listed = f"{system}\n\n# Sub-agents\nThe task tool runs one of these on a sub-task:\n{listing(defs)}"
+    return Registry([*tools, TaskTool(kit)]), listed, problems

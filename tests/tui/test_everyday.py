@@ -198,9 +198,9 @@ async def test_shift_tab_cycles_the_approval_modes(repo):
         for _ in range(3):
             await pilot.press("shift+tab")
             seen.append((app.status.info.approval, app.agent.permissions.mode))
-        assert seen == [("auto-edit", "auto-edit"), ("read-only", "read-only"), ("ask", "ask")]
+        assert seen == [("auto-edit", "auto-edit"), ("plan", "plan"), ("ask", "ask")]
         await pilot.press("shift+tab", "shift+tab")  # plan mode: the edit is refused, not asked
-        assert app.agent.permissions.mode == "read-only"
+        assert app.agent.permissions.mode == "plan"
         await send(pilot, "fix add")
         await idle(pilot)
         assert app.query(ToolCard).last().status == "failed"

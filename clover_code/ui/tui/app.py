@@ -25,12 +25,12 @@ from textual.widgets import TextArea
 from textual.worker import Worker, WorkerState
 
 from clover_code.agent.context_count import count_context
-from clover_code.agent.events import ApprovalNeeded, Compacted, Event, Redone, Rewound, TurnFinished
+from clover_code.agent.events import ApprovalNeeded, Compacted, Event, Redone, Rewound, TodosChanged, TurnFinished
 from clover_code.agent.session import SessionError, sessions_dir
 from clover_code.settings import Settings
 from clover_code.ui.launch import AgentBuilder
 from clover_code.ui.terminal_text import visible
-from clover_code.ui.tui import live_shell, rewind
+from clover_code.ui.tui import live_shell, plan_offer, rewind
 from clover_code.ui.tui.agent_driver import AgentDriver, AgentFactory
 from clover_code.ui.tui.commands.builtin import builtin_commands
 from clover_code.ui.tui.commands.custom import add_custom_commands
@@ -57,8 +57,10 @@ from clover_code.ui.tui.widgets.completion_popup import CompletionPopup
 from clover_code.ui.tui.widgets.conversation import ConversationView
 from clover_code.ui.tui.widgets.denoise_view import DenoiseView
 from clover_code.ui.tui.widgets.input_editor import InputEditor
+from clover_code.ui.tui.widgets.plan_choice import PlanChoice
 from clover_code.ui.tui.widgets.spinner import Spinner, SpinnerState
 from clover_code.ui.tui.widgets.status_bar import StatusBar, short_model
+from clover_code.ui.tui.widgets.todo_panel import TodoPanel
 from clover_code.ui.tui.widgets.tool_card import summarize, tool_label
 from clover_code.ui.tui.workspace_paths import workspace_paths
 
@@ -115,8 +117,10 @@ class CloverApp(App[int]):
         yield ConversationView(id="conversation")
         yield DenoiseView(id="denoise")
         yield ApprovalPrompt(id="approval")
+        yield PlanChoice(id="plan-choice")
         yield CompletionPopup(id="completion")
         yield Spinner(self._spinner_state, id="spinner")
+        yield TodoPanel(id="todos")
         yield InputEditor(paths=self._workspace_paths, id="input")
         yield StatusBar(id="status")
 
@@ -334,7 +338,11 @@ class CloverApp(App[int]):
         for event in events:
             self.ledger.add(event)
         self.transcript.apply_events(events, live)
+        self._show_todos(events)
         self._show_stats()
+        if live and plan_offer.ends_with_plan(self.agent, events):
+            self.editor.display = False  # the choice takes its place until answered
+            self.query_one(PlanChoice).open()
         if live and any(isinstance(event, RECOUNT_AFTER) for event in events):
             self.recount_context()
 
@@ -342,6 +350,9 @@ class CloverApp(App[int]):
         """Draw a resumed session's events, finished, and count them from its start."""
         self.transcript.turns, self.ledger = TranscriptTurns(), SessionLedger()
         self.apply_events(list(events), live=False)
+        todos = self.query_one(TodoPanel)
+        if todos.todos is not None:  # where the resumed session's list stood, unfolded again
+            todos.show(todos.todos)
         self.view.end_assistant()
         self.view.add_note(f"resumed session ({len(events)} events)", "dim")
         self.recount_context()
@@ -375,6 +386,30 @@ class CloverApp(App[int]):
             info = self.agent.engine.info
             changes.update(model=info.model, context_window=info.context_window, context_source=info.context_source)
         self.status.show(**changes)
+
+    def _show_todos(self, events: list[Event]) -> None:
+        """The todo list pinned while a turn runs, folded when it ends."""
+        panel = self.query_one(TodoPanel)
+        for event in events:
+            if isinstance(event, TodosChanged):
+                panel.show(event)
+            elif isinstance(event, TurnFinished):
+                panel.fold()
+
+    @on(PlanChoice.Chosen)
+    def _plan_chosen(self, message: PlanChoice.Chosen) -> None:
+        """Approved: the mode the user chose, and the plan sent on; else back to planning."""
+        self._editor_back()
+        if message.answer == "keep":
+            self.note(plan_offer.KEEP_PLANNING, "dim")
+            return
+        set_mode(self, message.answer)
+        text = plan_offer.APPROVED.format(mode=message.answer)
+        if self.busy or self.agent is None:  # the turn's worker may not have ended yet
+            self.driver.waiting.append((text, text))
+            self._show_waiting()
+        else:
+            self._start_task(text)
 
     # --- approvals -----------------------------------------------------------------------
     async def approve(self, request: ApprovalNeeded) -> str:
@@ -421,6 +456,10 @@ class CloverApp(App[int]):
     def action_cancel(self) -> None:
         """Esc: stop the running turn; messages queued behind it come back to the editor."""
         self._hand_back_waiting()
+        choice = self.query_one(PlanChoice)
+        if choice.is_open:  # Esc: keep planning
+            choice.action_choose("3")
+            return
         if not self.busy:
             if self.turns.escape_twice() and self.agent is not None:  # Esc Esc: rewind, as in Claude Code
                 rewind.open_picker(self)
@@ -459,7 +498,7 @@ class CloverApp(App[int]):
         editor = self.editor
         if not editor.display or self.focused is editor or not event.is_printable or not event.character:
             return
-        if isinstance(self.focused, ApprovalPrompt) or self.screen is not editor.screen:
+        if isinstance(self.focused, (ApprovalPrompt, PlanChoice)) or self.screen is not editor.screen:
             return  # y/a/n, or a picker open over the transcript: its keys are its own
         editor.focus()
         editor.insert(event.character)

@@ -4,13 +4,13 @@ asked for: the app imports this module before its first paint."""
 
 from __future__ import annotations
 
-from clover_code.settings import APPROVAL_MODES, ApprovalMode
+from clover_code.settings import APPROVAL_MODES, ApprovalMode, approval_mode
 from clover_code.ui.tui.commands.host import CommandHost
 from clover_code.ui.tui.commands.table import WORKING
 
-# Shift+Tab's round: asking, edits allowed, plan (read-only). full-auto joins it only in a
+# Shift+Tab's round: asking, edits allowed, plan (reads only, ends with a plan to approve). full-auto joins it only in a
 # session started in it: a key press should not switch off every question by surprise.
-CYCLE: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "read-only")
+CYCLE: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "plan")
 
 
 def model(app: CommandHost, arg: str) -> None:
@@ -38,7 +38,7 @@ def mode(app: CommandHost, arg: str) -> None:
     if not arg:
         app.note(f"approval mode: {current}  (choose from {', '.join(APPROVAL_MODES)})", "info")
         return
-    chosen = next((m for m in APPROVAL_MODES if m == arg), None)
+    chosen = approval_mode(arg)  # `read-only`, plan's old name, too
     if chosen is None:
         app.note(f"unknown mode {arg!r}; choose one of {', '.join(APPROVAL_MODES)}", "error")
         return

@@ -182,6 +182,9 @@ class ToolCard(Collapsible):
         if has_diff:
             parts.append(diff_view(str(diff)))
             self.unfold()
+        transcript = data.get("transcript")  # a sub-agent's own work (the task tool): the card unfolds to it
+        if isinstance(transcript, str) and transcript.strip():
+            parts.append(Text(visible(clip_lines(transcript)), style="dim"))
         if output.strip() and not (has_diff and ok):
             parts.append(Text(visible(clip_lines(output.rstrip()))))
         if not ok and not denied:
