@@ -97,6 +97,9 @@ class EngineInfo:
     # count_tokens renders the request with the model's own chat template and tokenizer, so it
     # is the count the model will see; False: an estimate (a user is told which it is).
     exact_count: bool = False
+    # The only tools the model was trained to call (a checkpoint's `clover_trained_tools`): the
+    # agent offers no others. None: any tool.
+    trained_tools: tuple[str, ...] | None = None
 
 
 @runtime_checkable

@@ -103,7 +103,11 @@ def build_agent(settings: Settings, cwd: Path, approver: Approver, *, resume: st
     engine_turns = asyncio.Lock()  # the agent's requests and its sub-agents', one at a time
     kit = SubagentKit(engine, registry, permissions, approver, system, {}, engine_turns, settings.max_tokens,
                       settings.temperature)
-    registry, system, problems = with_subagents(root, registry, system, kit)
+    trained = engine.info.trained_tools
+    registry = trained_only(registry, trained)
+    problems: list[str] = []
+    if trained is None or TASK_TOOL in trained:
+        registry, system, problems = with_subagents(root, registry, system, kit)
     conversation = Conversation(system, registry.schemas())
     past_always = 0
     if session is not None:
@@ -121,6 +125,15 @@ def build_agent(settings: Settings, cwd: Path, approver: Approver, *, resume: st
     if past_always:
         agent.emit(Notice(RESUMED_ALWAYS.format(count=past_always)))
     return agent
+
+
+def trained_only(registry: Registry, trained: tuple[str, ...] | None) -> Registry:
+    """Only the tools the checkpoint was trained to call, when it names them (the demo model
+    knows the fourteen tools of its training sessions; a todo list or a `task` tool in its
+    prompt sends it astray). Clover itself names none and gets every tool."""
+    if trained is None:
+        return registry
+    return Registry([tool for name, tool in registry.tools.items() if name in trained])
 
 
 def with_subagents(root: Path, registry: Registry, system: str, kit: SubagentKit) -> tuple[Registry, str, list[str]]:

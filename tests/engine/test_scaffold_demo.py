@@ -17,7 +17,9 @@ from clover_code.tools import default_registry
 from tests.support.reference import reference_decode
 from tests.support.serving import serve_app
 
-TOOLS = default_registry().schemas()
+# The tools the demo model was trained with (the todo list came later): the pushes below are
+# tuned to what its head prefers under that prompt.
+TOOLS = [t for t in default_registry().schemas() if t["function"]["name"] != "todo_write"]
 NAMES = {t["function"]["name"] for t in TOOLS}
 ASK = [{"role": "system", "content": "You are Clover Code."},
        {"role": "user", "content": "Fix the median function in stats/core.py; the tests fail."}]

@@ -37,17 +37,15 @@ from pathlib import Path
 
 import httpx
 
+from clover_code.engine import Block
+from clover_code.engine.wire.chat import ChatDialect
+from clover_code.engine.wire.messages import MessagesDialect
+from clover_code.engine.wire.reply import Reply
+from clover_code.engine.wire.responses import ResponsesDialect
+from tools.bench.bench_machine import machine_info
+from tools.bench.bench_remote import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tools" / "training")]  # the package; make_tiny_model
-
-from bench_machine import machine_info  # noqa: E402
-from bench_remote import free_port  # noqa: E402
-
-from clover_code.engine import Block  # noqa: E402
-from clover_code.engine.wire.chat import ChatDialect  # noqa: E402
-from clover_code.engine.wire.messages import MessagesDialect  # noqa: E402
-from clover_code.engine.wire.reply import Reply  # noqa: E402
-from clover_code.engine.wire.responses import ResponsesDialect  # noqa: E402
 
 ASK = "Write a short note about block diffusion."
 BLOCK_TEXT = "the committed block of thirty-two tokens, as a model writes it, with words and spaces "
@@ -55,7 +53,7 @@ FORMATS = ("chat", "messages", "responses")
 
 
 def tiny_checkpoint(folder: Path) -> Path:
-    from make_tiny_model import make_tiny_model
+    from tools.training.make_tiny_model import make_tiny_model
 
     path = make_tiny_model(folder / "tiny", "attention", peaked=True)
     config = json.loads((path / "config.json").read_text())

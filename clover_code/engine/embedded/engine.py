@@ -91,7 +91,7 @@ class EmbeddedEngine:
                                       checkpoint_bytes=budgets["checkpoint_bytes"],
                                       prefix_cache_bytes=budgets["prefix_cache_bytes"])
         self.info = EngineInfo("embedded", str(checkpoint.path), checkpoint.context_window, self.block_size,
-                               self.threshold, exact_count=True)
+                               self.threshold, exact_count=True, trained_tools=checkpoint.props.trained_tools)
         self.stop_ids = checkpoint.stop_ids
         self.reused_tokens = 0  # prompt tokens the last request found already encoded
         self.last_reuse = self.denoiser.last_reuse  # the last request's reused / encoded / source
