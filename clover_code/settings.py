@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from clover_code.errors import UserError
+from clover_code.jsonsafe import JSONObject
 from clover_code.sandbox.policy import DEFAULT_DENY_READ, DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_MB, InheritEnv
 
 ApprovalMode = Literal["read-only", "ask", "auto-edit", "full-auto"]
@@ -54,6 +55,11 @@ class Settings:
     # What a million tokens cost, in (or out of) the model: /cost's estimate; None: no estimate.
     price_input_per_mtok: float | None = None
     price_output_per_mtok: float | None = None
+    # The user's own programs, from the user's config only (never a project's): MCP servers
+    # ([mcp_servers.NAME], read by clover_code.tools.mcp.spec) and hooks ([[hooks.EVENT]],
+    # clover_code.agent.hooks), as the TOML gives them; checked when loaded.
+    mcp_servers: JSONObject = field(default_factory=dict)
+    hooks: JSONObject = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)  # settings ignored, for the UI to show once
 
     def engine_name(self) -> str:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clover_code.agent.context import Conversation
 from clover_code.agent.events import ApprovalAnswered, Notice
+from clover_code.agent.hooks import Hooks, parse_hooks
 from clover_code.agent.instructions import load_instructions, render_system_prompt
 from clover_code.agent.loop import Agent, AgentSettings
 from clover_code.agent.permissions import Approver, Permissions, sandboxed
@@ -18,6 +20,9 @@ from clover_code.engine import Engine, EngineError, make_engine
 from clover_code.sandbox.policy import SandboxPolicy
 from clover_code.settings import Settings
 from clover_code.tools import Registry, ToolContext, default_registry
+
+if TYPE_CHECKING:
+    from clover_code.tools.mcp.servers import McpServers
 
 RESUMED_ALWAYS = ("Resumed without the {count} \"always\" approval(s) of the earlier run: "
                   "they are asked again (session logs live in the workspace, so they never grant permissions). "
@@ -76,6 +81,22 @@ def tool_context(settings: Settings, root: Path) -> ToolContext:
                        checkpoints=Checkpoints(root, git=git), policy=policy, git=git)
 
 
+def mcp_servers(settings: Settings, root: Path) -> McpServers | None:
+    """The user's MCP servers (not started: the agent starts them in its loop); None without any,
+    so a session without servers never loads the SDK."""
+    if not settings.mcp_servers:
+        return None
+    from clover_code.tools.mcp.servers import McpServers
+    from clover_code.tools.mcp.spec import parse_servers
+
+    return McpServers(parse_servers(settings.mcp_servers), root)
+
+
+def hooks(settings: Settings, root: Path) -> Hooks | None:
+    """The user's hooks (settings hold the user's config only for them); None without any."""
+    return Hooks(parse_hooks(settings.hooks), root) if settings.hooks else None
+
+
 def build_agent(settings: Settings, cwd: Path, approver: Approver, *, resume: str | None = None,
                 engine: Engine | None = None, registry: Registry | None = None,
                 on_progress: Callable[[float, str], None] | None = None) -> Agent:
@@ -102,7 +123,8 @@ def build_agent(settings: Settings, cwd: Path, approver: Approver, *, resume: st
         session = SessionLog.create(root)
     session.redactor.add(settings.api_key)  # never written into the log (nor the env's secrets)
     agent = Agent(engine, registry, ctx, approver, agent_settings(settings),
-                  session, system, permissions=permissions, conversation=conversation)
+                  session, system, permissions=permissions, conversation=conversation,
+                  hooks=hooks(settings, root), mcp=mcp_servers(settings, root))
     if past_always:
         agent.emit(Notice(RESUMED_ALWAYS.format(count=past_always)))
     return agent
