@@ -4,7 +4,6 @@ engine), the results in the next request, permissions applied, a server that die
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 import subprocess

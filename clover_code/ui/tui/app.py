@@ -34,6 +34,7 @@ from clover_code.ui.tui import live_shell, rewind
 from clover_code.ui.tui.agent_driver import AgentDriver, AgentFactory
 from clover_code.ui.tui.commands.builtin import builtin_commands
 from clover_code.ui.tui.commands.host import Severity
+from clover_code.ui.tui.commands.mcp import start_servers
 from clover_code.ui.tui.commands.session import next_mode, set_mode
 from clover_code.ui.tui.commands.workspace import other_sessions_note
 from clover_code.ui.tui.completion import Completer
@@ -211,6 +212,7 @@ class CloverApp(App[int]):
         if message.context_tokens is not None:
             self.ledger.recounted(message.context_tokens)
             self.status.show(context_used=message.context_tokens)
+        start_servers(self, agent)
         if previous is not None:
             self.driver.close(previous)
         else:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clover_code.ui.tui import rewind
-from clover_code.ui.tui.commands import session, usage, workspace
+from clover_code.ui.tui.commands import mcp, session, usage, workspace
 from clover_code.ui.tui.commands.host import CommandHost
 from clover_code.ui.tui.commands.table import Command, CommandTable, Handler
 
@@ -44,6 +44,7 @@ def builtin_commands() -> CommandTable:
         Command("/stats", "tokens, blocks, forward passes and speed of this session", usage.stats),
         Command("/cost", "tokens in and out per turn, what fills the context, estimated cost", usage.cost,
                 aliases=("/usage",)),
+        Command("/mcp", "your MCP servers: state and tools", mcp.show),
         Command("/denoise", "show or hide the live denoise view (also F2)", _toggle_denoise),
         Command("/quit", "leave (also Ctrl+C twice)", _quit, aliases=("/exit",)),
     ):
