@@ -31,7 +31,7 @@ async def test_servers_start_behind_the_screen_and_mcp_lists_them(repo, tmp_path
     app = mcp_app(repo, [call("mcp__kit__lookup", word="pilot"), "found it"], servers)
     async with app.run_test(size=(110, 30)) as pilot:
         await ready(pilot)
-        assert app.status.query_one("StatusLine").info.mcp.startswith("MCP starting: kit")
+        await wait_for(pilot, lambda: app.status.query_one("StatusLine").info.mcp.startswith("MCP starting: kit"))
         await wait_for(pilot, lambda: not app.status.query_one("StatusLine").info.mcp, timeout=30)
         await send(pilot, "/mcp")
         await wait_for(pilot, lambda: "kit  ready  stdio" in notes(app))

@@ -1,45 +1,65 @@
 """The user's MCP servers together: started in the background at session start, their tools
 handed to the registry once they are up, each state for `/mcp` and the status bar, and a
-server's failure said once (as a notice the agent shows)."""
+server's failure said once (as a notice the agent shows).
+
+The SDK takes a second or more to import on a busy machine: it is imported when the servers
+start, in a thread, so neither building the agent nor the TUI's first paint waits for it."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from clover_code.tools.mcp.connection import McpConnection
 from clover_code.tools.mcp.spec import ServerSpec
-from clover_code.tools.mcp.tool import McpTool
+
+if TYPE_CHECKING:
+    from clover_code.tools.mcp.connection import McpConnection
+    from clover_code.tools.mcp.tool import McpTool
 
 
 class McpServers:
     def __init__(self, specs: dict[str, ServerSpec], cwd: Path) -> None:
-        self.connections = [McpConnection(spec, cwd) for spec in specs.values()]
+        self.specs, self.cwd = list(specs.values()), cwd
+        self.connections: list[McpConnection] = []  # made when they start
         self._said: set[str] = set()  # servers whose failure was told already
-        self._started = False
+        self._starting: asyncio.Task[None] | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.connections)
+        return bool(self.specs)
 
     def start(self) -> None:
         """Start every enabled server in the background (in the running loop); once."""
-        if not self._started:
-            self._started = True
-            for connection in self.connections:
-                connection.start()
+        if self._starting is None:
+            self._starting = asyncio.create_task(self._start(), name="mcp servers")
+
+    async def _start(self) -> None:
+        module = await asyncio.to_thread(importlib.import_module, "clover_code.tools.mcp.connection")
+        self.connections = [module.McpConnection(spec, self.cwd) for spec in self.specs]
+        for connection in self.connections:
+            connection.start()
 
     @property
     def starting(self) -> list[str]:
+        if not self.connections:
+            return [s.name for s in self.specs if s.enabled]
         return [c.spec.name for c in self.connections if c.state == "starting"]
 
     async def settled(self) -> None:
         """Every server up or failed (each bounded by its startup_timeout_s)."""
         self.start()
+        assert self._starting is not None
+        await asyncio.shield(self._starting)
         await asyncio.gather(*(c.settled() for c in self.connections))
 
     def tools(self) -> list[McpTool]:
         """The tools of the servers that started (a server that died later keeps its tools:
         they answer why they cannot run)."""
+        if not self.connections:
+            return []
+        from clover_code.tools.mcp.tool import McpTool
+
         return [McpTool(c, t) for c in self.connections for t in c.tools]
 
     def failures(self) -> list[str]:
@@ -50,6 +70,9 @@ class McpServers:
 
     def status(self) -> list[str]:
         """One line per server: name, state, transport, tools (or why it failed)."""
+        if not self.connections:
+            return [f"{s.name}  {'starting' if s.enabled else 'disabled'}  {s.transport}: {s.shown}"
+                    for s in self.specs]
         lines = []
         for c in self.connections:
             detail = (", ".join(t.name for t in c.tools) or "no tools") if c.state == "ready" else c.error
@@ -58,4 +81,6 @@ class McpServers:
         return lines
 
     async def stop(self) -> None:
+        if self._starting is not None:
+            await asyncio.gather(self._starting, return_exceptions=True)
         await asyncio.gather(*(c.stop() for c in self.connections))

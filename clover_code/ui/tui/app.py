@@ -212,7 +212,7 @@ class CloverApp(App[int]):
         if message.context_tokens is not None:
             self.ledger.recounted(message.context_tokens)
             self.status.show(context_used=message.context_tokens)
-        start_servers(self, agent)
+        self.call_after_refresh(start_servers, self, agent)  # painted first, then the servers start
         if previous is not None:
             self.driver.close(previous)
         else:
