@@ -192,7 +192,7 @@ def _json_object(text: str) -> JSONObject | None:
 async def _run_command(spec: HookSpec, payload: JSONObject, cwd: Path) -> tuple[int | None, str, str]:
     """(exit code, stdout, stderr); exit code None when the hook was killed at its timeout.
     A command that cannot start exits 127, as the shell says."""
-    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(cwd), "CLOVER_PROJECT_DIR": str(cwd)}
+    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(cwd)}  # the name Claude Code's hook scripts read
     proc = await asyncio.create_subprocess_shell(
         spec.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env, start_new_session=True)
