@@ -81,11 +81,10 @@ def tool_context(settings: Settings, root: Path) -> ToolContext:
                        checkpoints=Checkpoints(root, git=git), policy=policy, git=git)
 
 
-def mcp_servers(settings: Settings, root: Path) -> McpServers | None:
-    """The user's MCP servers (not started: the agent starts them in its loop); None without any,
-    so a session without servers never loads the SDK."""
-    if not settings.mcp_servers:
-        return None
+def mcp_servers(settings: Settings, root: Path) -> McpServers:
+    """The user's MCP servers (not started: the agent starts them in its loop; the SDK loads
+    only then, so a session without servers never loads it). Empty without any (the TUI may
+    add a repository's the user allows)."""
     from clover_code.tools.mcp.servers import McpServers
     from clover_code.tools.mcp.spec import parse_servers
 

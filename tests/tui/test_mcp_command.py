@@ -4,6 +4,7 @@ tools, and a model's call of one of them runs."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -47,3 +48,46 @@ async def test_no_servers_says_where_they_come_from(repo):
         await ready(pilot)
         await send(pilot, "/mcp")
         await wait_for(pilot, lambda: "No MCP servers" in notes(app))
+
+
+def project_file(repo: Path, marker: Path) -> None:
+    (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"repo-kit": {
+        "type": "stdio", "command": sys.executable, "args": ["-m", "tests.support.mcp_server", "stdio"],
+        "cwd": str(ROOT), "env": {"START_MARKER": str(marker)}}}}))
+
+
+async def test_a_repositorys_mcp_json_is_offered_once_and_remembered(repo, tmp_path):
+    marker = tmp_path / "outside" / "started.txt"
+    marker.parent.mkdir()
+    project_file(repo, marker)
+    app = mcp_app(repo, ["hi"], {})
+    async with app.run_test(size=(110, 30)) as pilot:
+        await ready(pilot)
+        await wait_for(pilot, lambda: "This repository asks to start these MCP servers" in notes(app))
+        assert "repo-kit: " + sys.executable in notes(app)
+        await pilot.pause(0.5)
+        assert not marker.exists()  # asked, not started
+        await send(pilot, "/mcp allow")
+        await wait_for(pilot, marker.exists, timeout=30)
+        await wait_for(pilot, lambda: not app.status.query_one("StatusLine").info.mcp, timeout=30)
+        await send(pilot, "/mcp")
+        await wait_for(pilot, lambda: "repo-kit  ready" in notes(app))
+
+    marker.unlink()
+    app = mcp_app(repo, ["hi"], {})  # the same file again: the answer stands, nothing is asked
+    async with app.run_test(size=(110, 30)) as pilot:
+        await ready(pilot)
+        await wait_for(pilot, marker.exists, timeout=30)
+        assert "asks to start" not in notes(app)
+
+    marker.unlink()
+    project_file(repo, marker)
+    (repo / ".mcp.json").write_text((repo / ".mcp.json").read_text().replace("stdio\"]", "stdio\", \"x\"]"))
+    app = mcp_app(repo, ["hi"], {})  # a changed file is asked about again; denied, it never starts
+    async with app.run_test(size=(110, 30)) as pilot:
+        await ready(pilot)
+        await wait_for(pilot, lambda: "asks to start" in notes(app))
+        await send(pilot, "/mcp deny")
+        await wait_for(pilot, lambda: "stay off" in notes(app))
+        await pilot.pause(0.5)
+    assert not marker.exists()

@@ -16,6 +16,7 @@ from clover_code.tools.mcp.spec import ServerSpec
 
 if TYPE_CHECKING:
     from clover_code.tools.mcp.connection import McpConnection
+    from clover_code.tools.mcp.project_servers import ProjectServers
     from clover_code.tools.mcp.tool import McpTool
 
 
@@ -25,6 +26,21 @@ class McpServers:
         self.connections: list[McpConnection] = []  # made when they start
         self._said: set[str] = set()  # servers whose failure was told already
         self._starting: asyncio.Task[None] | None = None
+        self.offered: ProjectServers | None = None  # a repository's .mcp.json the TUI asks about
+
+    def add(self, specs: dict[str, ServerSpec]) -> None:
+        """More servers (a repository's the user allowed); started at once if the rest have
+        started. A name already in use is left out."""
+        taken = {s.name for s in self.specs}
+        new = [s for name, s in specs.items() if name not in taken]
+        self.specs += new
+        if self._starting is not None and self._starting.done():
+            from clover_code.tools.mcp.connection import McpConnection
+
+            started = [McpConnection(spec, self.cwd) for spec in new]
+            self.connections += started
+            for connection in started:
+                connection.start()
 
     def __bool__(self) -> bool:
         return bool(self.specs)

@@ -44,7 +44,8 @@ def builtin_commands() -> CommandTable:
         Command("/stats", "tokens, blocks, forward passes and speed of this session", usage.stats),
         Command("/cost", "tokens in and out per turn, what fills the context, estimated cost", usage.cost,
                 aliases=("/usage",)),
-        Command("/mcp", "your MCP servers: state and tools", mcp.show),
+        Command("/mcp", "your MCP servers: state and tools; allow or deny a repository's .mcp.json", mcp.show,
+                "[allow|deny]", needs_agent=True),
         Command("/denoise", "show or hide the live denoise view (also F2)", _toggle_denoise),
         Command("/quit", "leave (also Ctrl+C twice)", _quit, aliases=("/exit",)),
     ):
