@@ -145,13 +145,19 @@ class Agent:
         """Let go of the session log's file and, unless `engine` is False (an engine another agent
         goes on with, or a process about to end), the engine's model and connections; SessionEnd
         hooks run and MCP servers stop first."""
-        if self._session_started:
-            await self.extensions.hook("SessionEnd", reason="exit")
-        await self.extensions.close()
+        await self.end_session()
         if self.session is not None:
             self.session.close()
         if engine:
             await self.engine.aclose()
+
+    async def end_session(self) -> None:
+        """SessionEnd hooks (once, if the session began), then the MCP servers stop. The UI
+        calls it as it quits; aclose does too."""
+        if self._session_started:
+            self._session_started = False
+            await self.extensions.hook("SessionEnd", reason="exit")
+        await self.extensions.close()
 
     def _hook_fields(self) -> dict[str, str | None]:
         """What every hook is told of the session (Claude Code's names)."""

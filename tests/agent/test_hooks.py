@@ -151,3 +151,18 @@ def test_bad_hook_tables_are_named():
             parse_hooks(table)
     nested = parse_hooks({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "a"}]}]})
     assert nested["PreToolUse"][0].command == "a"  # Claude Code's own form, copied as it is
+
+
+async def test_session_end_and_pre_compact_and_notification_fire(make_agent, tmp_path):
+    seen = tmp_path / "events.txt"
+    log = script(tmp_path, "log", f"open({str(seen)!r}, 'a').write(event['hook_event_name'] + ' '"
+                 " + str(event.get('trigger') or event.get('reason') or event.get('message') or '') + '\\n')\n")
+    agent = make_agent([call("write_file", path="a.txt", content="x"), "first", "summary", "second"],
+                       approval="ask", approver=RecordingApprover("no"))
+    with_hooks(agent, {e: [{"command": log}] for e in ("SessionEnd", "PreCompact", "Notification")})
+    await collect(agent, "one " * 50)
+    await agent.compact()
+    await agent.aclose()
+    await agent.aclose()  # SessionEnd once
+    assert seen.read_text().splitlines() == [
+        "Notification clover-code needs your permission to use write_file", "PreCompact manual", "SessionEnd exit"]

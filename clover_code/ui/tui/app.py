@@ -24,6 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import TextArea
 from textual.worker import Worker, WorkerState
 
+from clover_code.agent.bug_log import keep_traceback
 from clover_code.agent.context_count import count_context
 from clover_code.agent.events import ApprovalNeeded, Compacted, Event, Redone, Rewound, TurnFinished
 from clover_code.agent.session import SessionError, sessions_dir
@@ -131,8 +132,13 @@ class CloverApp(App[int]):
             self.view.add_note(notice, "warning")
         self.load_agent(self.resume)
 
-    def on_unmount(self) -> None:
+    async def on_unmount(self) -> None:
         self._catch_quit_signals(False)
+        if self.agent is not None:  # SessionEnd hooks run, MCP servers stop
+            try:
+                await self.agent.end_session()
+            except Exception as exc:  # leaving must not fail; the errors log keeps why
+                keep_traceback(exc)
 
     def _welcome(self) -> str:
         home = str(Path.home())
