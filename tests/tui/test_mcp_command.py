@@ -65,8 +65,7 @@ async def test_a_repositorys_mcp_json_is_offered_once_and_remembered(repo, tmp_p
         await ready(pilot)
         await wait_for(pilot, lambda: "This repository asks to start these MCP servers" in notes(app))
         assert "repo-kit: " + sys.executable in notes(app)
-        await pilot.pause(0.5)
-        assert not marker.exists()  # asked, not started
+        assert not app.agent.extensions.mcp.specs and not marker.exists()  # asked, not started
         await send(pilot, "/mcp allow")
         await wait_for(pilot, marker.exists, timeout=30)
         await wait_for(pilot, lambda: not app.status.query_one("StatusLine").info.mcp, timeout=30)
@@ -89,5 +88,6 @@ async def test_a_repositorys_mcp_json_is_offered_once_and_remembered(repo, tmp_p
         await wait_for(pilot, lambda: "asks to start" in notes(app))
         await send(pilot, "/mcp deny")
         await wait_for(pilot, lambda: "stay off" in notes(app))
-        await pilot.pause(0.5)
+        await send(pilot, "/mcp")
+        await wait_for(pilot, lambda: "No MCP servers" in notes(app))  # none to start
     assert not marker.exists()
