@@ -14,9 +14,11 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
+from clover_code.agent.hooks import parse_hooks
 from clover_code.jsonsafe import JSON, JSONObject
 from clover_code.sandbox.own_dirs import config_dir
 from clover_code.settings import APPROVAL_MODES, INHERIT_ENV, NOTIFY_MODES, ConfigError, Settings, approval_mode
+from clover_code.tools.mcp.spec import parse_servers
 
 __all__ = ["ENV_VARS", "PROJECT_KEYS", "ConfigError", "Settings", "env_setting", "load_settings", "project_config_path",
            "user_config_path"]
@@ -36,7 +38,8 @@ ENV_VARS = {
 # tighten them (a value at most the user's own or the default: `shell_timeout = inf` would run
 # commands unbounded). Which engine, model, endpoint and key run, and what the engine decodes
 # with (threshold, block_size, timeouts), are the user's choice; so are approval, allow rules
-# and every sandbox setting. Anything else in a project file is ignored, with a notice.
+# and every sandbox setting; so are MCP servers and hooks, programs that run as the user outside
+# the sandbox. Anything else in a project file is ignored, with a notice.
 PROJECT_KEYS = frozenset({"max_turns", "max_tokens", "temperature", "shell_timeout"})
 
 
@@ -92,8 +95,18 @@ _CHECKS: dict[str, tuple[Callable[[JSON], bool], str]] = {
     "notify": (lambda v: v in NOTIFY_MODES, "one of: " + ", ".join(NOTIFY_MODES)),
 }
 
+# Keys holding tables, checked by the parser that reads them (its message says what is wrong).
+_TABLES: dict[str, Callable[[JSON], object]] = {"mcp_servers": parse_servers, "hooks": parse_hooks}
+
+
 def _problem(key: str, value: JSON) -> str | None:
     """What is wrong with `value` for `key`, or None."""
+    if key in _TABLES:
+        try:
+            _TABLES[key](value)
+        except ValueError as exc:
+            return str(exc)
+        return None
     accepts, wanted = _CHECKS[key]
     if accepts(value):
         return None
@@ -103,6 +116,8 @@ def _problem(key: str, value: JSON) -> str | None:
 
 
 def _shown(key: str, value: JSON) -> str:
+    if key in _TABLES:  # the parser's message names the part; the rest may hold headers with tokens
+        return "[...]"
     return "(hidden)" if key.endswith("api_key") else repr(value)  # a key of the wrong type is still a key
 
 
@@ -140,7 +155,7 @@ def _normal_keys(values: JSONObject) -> JSONObject:
 def _apply(settings: Settings, values: JSONObject, source: str) -> None:
     """Set each given (not None) value, after checking its name and type."""
     for key, value in values.items():
-        if key not in _CHECKS:
+        if key not in _CHECKS and key not in _TABLES:
             raise ConfigError(f"{source}: unknown setting {key!r}")
         if value is not None:
             _check(key, value, source)

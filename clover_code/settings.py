@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from clover_code.errors import UserError
+from clover_code.jsonsafe import JSONObject
 from clover_code.sandbox.policy import DEFAULT_DENY_READ, DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_MB, InheritEnv
 
 ApprovalMode = Literal["plan", "ask", "auto-edit", "full-auto"]
@@ -69,6 +70,11 @@ class Settings:
     price_input_per_mtok: float | None = None
     price_output_per_mtok: float | None = None
     notify: NotifyMode = "auto"  # when an approval waits or a turn ends, unfocused; the user's config only
+    # The user's own programs, from the user's config only (never a project's): MCP servers
+    # ([mcp_servers.NAME], read by clover_code.tools.mcp.spec) and hooks ([[hooks.EVENT]],
+    # clover_code.agent.hooks), as the TOML gives them; checked when loaded.
+    mcp_servers: JSONObject = field(default_factory=dict)
+    hooks: JSONObject = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)  # settings ignored, for the UI to show once
 
     def engine_name(self) -> str:

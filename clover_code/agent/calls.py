@@ -23,6 +23,8 @@ from clover_code.agent.events import (
     ToolFinished,
     ToolStarted,
 )
+from clover_code.agent.extensions import Extensions
+from clover_code.agent.hooks import PermissionDecision
 from clover_code.agent.output_relay import OutputRelay
 from clover_code.agent.permissions import Approver, Permissions, rule_for_always
 from clover_code.agent.todos import todos_changed
@@ -81,10 +83,12 @@ class CallRunner:
 
     def __init__(self, registry: Registry, ctx: ToolContext, permissions: Permissions, approver: Approver,
                  emit: Callable[[Event], None], undo: UndoPoint | None = None,
-                 undo_ready: asyncio.Future[None] | None = None) -> None:
-        """`undo_ready`: the turn's checkpoint bookkeeping, awaited before the first change."""
+                 undo_ready: asyncio.Future[None] | None = None, extensions: Extensions | None = None) -> None:
+        """`undo_ready`: the turn's checkpoint bookkeeping, awaited before the first change;
+        `extensions`: whose PreToolUse, PostToolUse and Notification hooks run."""
         self.registry, self.ctx, self.permissions = registry, ctx, permissions
         self.approver, self.emit, self.undo, self.undo_ready = approver, emit, undo, undo_ready
+        self.extensions = extensions or Extensions(None, None, emit, dict)
         self.checkpointed = False  # undo.ensure() done this turn
         self.reset()
 
@@ -134,7 +138,15 @@ class CallRunner:
             return self._finish(call, False, f"{call.name} failed unexpectedly: {type(exc).__name__}: {exc}")
 
     async def _execute(self, call: ToolCall, bound: BoundCall) -> ToolFinished:
-        refusal = await self._permit(call, bound)
+        pre = await self.extensions.hook("PreToolUse", call.name, tool_input=bound.arguments)
+        if pre.blocked:  # the call does not run; the hook's reason is what the model reads
+            return self._finish(call, False, f"Blocked by a PreToolUse hook: {pre.reason}")
+        if pre.updated_input is not None:  # runs with the rewritten arguments, checked as any call is
+            rebound = self.registry.bind(call.name, pre.updated_input, self.ctx)
+            if isinstance(rebound, str):
+                return self._finish(call, False, f"Error: a PreToolUse hook rewrote the arguments: {rebound}")
+            bound = rebound
+        refusal = await self._permit(call, bound, pre.decision)
         if refusal is None:
             refusal = await self._checkpoint(bound.kind)
         if refusal is not None:
@@ -144,14 +156,26 @@ class CallRunner:
         result = await run_relayed(bound, call, self.emit)
         seconds = time.perf_counter() - start
         await settle(self.undo if self.checkpointed and bound.kind in CHECKPOINTED_KINDS else None)
+        output = await self._after_hooks(call, bound, result)
         if (todos := todos_changed(call.name, result)) is not None:
             self.emit(todos)
-        return self._finish(call, result.ok, result.output, seconds, result.data)
+        return self._finish(call, result.ok, output, seconds, result.data)
 
-    async def _permit(self, call: ToolCall, bound: BoundCall) -> str | None:
-        """None when the call may run; else what the model is told instead."""
+    async def _after_hooks(self, call: ToolCall, bound: BoundCall, result: ToolResult) -> str:
+        """The output the model reads: the tool's, and what PostToolUse hooks add to it."""
+        post = await self.extensions.hook("PostToolUse", call.name, tool_input=bound.arguments,
+                                          tool_response={"ok": result.ok, "output": result.output})
+        notes = ([f"[PostToolUse hook: {post.reason}]"] if post.blocked else []) + post.context
+        return "\n".join([result.output, *notes]) if notes else result.output
+
+    async def _permit(self, call: ToolCall, bound: BoundCall, hooked: PermissionDecision | None = None) -> str | None:
+        """None when the call may run; else what the model is told instead. `hooked`: what a
+        PreToolUse hook decided: `allow` spares the question (never a read-only refusal), `ask`
+        asks even where the mode would not."""
         kind, touches = bound.kind, bound.touches
         decision = self.permissions.decide(call.name, kind, touches)
+        if (hooked == "allow" and decision == "ask") or (hooked == "ask" and decision == "allow"):
+            decision = hooked
         if decision == "deny":
             return (f"Not allowed: {call.name} is a {kind} tool and this session is in plan mode "
                     "(read-only): only reading tools run. End with your plan of what you would change.")
@@ -185,6 +209,8 @@ class CallRunner:
         return None
 
     async def _ask(self, request: ApprovalNeeded) -> ApprovalAnswer:
+        await self.extensions.hook("Notification", message=f"clover-code needs your permission to use "
+                                   f"{request.call.name}")
         self.emit(request)
         answer = ANSWERS.get(str(await self.approver(request)).strip().lower(), "no")
         self.emit(ApprovalAnswered(request.call, answer))

@@ -188,6 +188,23 @@ class Notice:
     text: str  # something the user should know once (demo model, retry, ...)
 
 
+HookOutcomeName = Literal["ok", "blocked", "error", "timed_out"]
+
+
+@dataclass(frozen=True)
+class HookRan:
+    """One of the user's hooks ran (clover_code.agent.hooks). `context`: what it gave the model
+    (a SessionStart or UserPromptSubmit hook's output, a Stop hook's reason to go on), which joins
+    the conversation as a message; a log replayed on resume restores it, never runs the hook."""
+
+    event: str  # SessionStart, PreToolUse, ...
+    command: str
+    exit_code: int | None  # None: killed at its timeout
+    outcome: HookOutcomeName
+    message: str = ""  # why it blocked, what went wrong, or what it decided
+    context: str = ""
+
+
 @dataclass(frozen=True)
 class ErrorEvent:
     message: str
@@ -210,7 +227,7 @@ class TurnFinished:
 Event = (
     UserMessage | BlockCommitted | TextDelta | ToolCallParsed | ApprovalNeeded | ApprovalAnswered
     | ToolStarted | ToolOutput | ToolFinished | Compacted | Cleared | UserShell | Rewound | Redone | Notice
-    | ErrorEvent | TurnFinished | TodosChanged
+    | HookRan | ErrorEvent | TurnFinished | TodosChanged
 )
 # Shown live and never logged: what they say reaches the log in a later event.
 TRANSIENT_EVENTS = (ToolOutput,)
@@ -220,7 +237,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     for cls in (
         UserMessage, BlockCommitted, TextDelta, ToolCallParsed, ApprovalNeeded, ApprovalAnswered,
         ToolStarted, ToolOutput, ToolFinished, Compacted, Cleared, UserShell, Rewound, Redone, Notice,
-        ErrorEvent, TurnFinished, TodosChanged,
+        HookRan, ErrorEvent, TurnFinished, TodosChanged,
     )
 }
 

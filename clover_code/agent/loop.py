@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from clover_code.agent.bug_log import describe_bug
 from clover_code.agent.calls import CallRunner, failure_key, run_relayed, settle
@@ -31,6 +31,7 @@ from clover_code.agent.events import (
     Compacted,
     ErrorEvent,
     Event,
+    HookRan,
     Notice,
     Redone,
     RewindScope,
@@ -44,6 +45,8 @@ from clover_code.agent.events import (
     UserShell,
     error_source,
 )
+from clover_code.agent.extensions import Extensions
+from clover_code.agent.hooks import Hooks
 from clover_code.agent.mentions import attach_mentions
 from clover_code.agent.permissions import Approver, Permissions, sandboxed
 from clover_code.agent.reply import ReplyPart, ReplyReader
@@ -53,6 +56,9 @@ from clover_code.engine.tally import BlockTally
 from clover_code.engine.wire.window import ContextOverflow, no_room
 from clover_code.settings import ApprovalMode
 from clover_code.tools import Registry, ToolContext, ToolError
+
+if TYPE_CHECKING:
+    from clover_code.tools.mcp.servers import McpServers
 
 MIN_REPLY_TOKENS = 256  # below this much room for a reply, compact first
 
@@ -112,7 +118,8 @@ class Agent:
                  settings: AgentSettings, session: EventLog | None = None, system_prompt: str | None = None,
                  *, permissions: Permissions | None = None, conversation: Conversation | None = None,
                  engine_turns: asyncio.Lock | None = None,
-                 within: Callable[[], asyncio.Future[None] | None] | None = None):
+                 within: Callable[[], asyncio.Future[None] | None] | None = None,
+                 hooks: Hooks | None = None, mcp: McpServers | None = None):
         """`engine_turns`: held while a request streams, shared with sub-agents (agent/subagent.py),
         so the engine serves one at a time. `within`: a sub-agent's, the parent turn's checkpoint
         bookkeeping: its changes are checkpointed within that turn (it begins no turn of its own)."""
@@ -123,6 +130,8 @@ class Agent:
         self.settings, self.session = settings, session
         self.permissions = permissions or Permissions(settings.approval)
         self.conversation = conversation or Conversation(system_prompt or "", registry.schemas())
+        self.extensions = Extensions(hooks, mcp, self.emit, self._hook_fields)
+        self._session_started = False  # SessionStart hooks ran
         self._on_step: Callable[[DenoiseStep], None] | None = None
         self._sink: Callable[[Event | _End], None] | None = None  # the running turn's queue
         # an earlier run's checkpoints count too
@@ -144,11 +153,28 @@ class Agent:
 
     async def aclose(self, *, engine: bool = True) -> None:
         """Let go of the session log's file and, unless `engine` is False (an engine another agent
-        goes on with, or a process about to end), the engine's model and connections."""
+        goes on with, or a process about to end), the engine's model and connections; SessionEnd
+        hooks run and MCP servers stop first."""
+        await self.end_session()
         if self.session is not None:
             self.session.close()
         if engine:
             await self.engine.aclose()
+
+    async def end_session(self) -> None:
+        """SessionEnd hooks (once, if the session began), then the MCP servers stop. The UI
+        calls it as it quits; aclose does too."""
+        if self._session_started:
+            self._session_started = False
+            await self.extensions.hook("SessionEnd", reason="exit")
+        await self.extensions.close()
+
+    def _hook_fields(self) -> dict[str, str | None]:
+        """What every hook is told of the session (Claude Code's names)."""
+        path = getattr(self.session, "path", None)
+        return {"session_id": self.session.id if self.session is not None else None,
+                "transcript_path": str(path) if path is not None else None,
+                "cwd": str(self.ctx.workspace.root), "permission_mode": self.permissions.mode}
 
     def emit(self, event: Event) -> None:
         if isinstance(event, TRANSIENT_EVENTS):  # for the screen only: a later event logs what it says
@@ -289,11 +315,21 @@ class Agent:
         return asyncio.create_task(asyncio.to_thread(checkpoints.begin_turn, self.conversation.turn_count))
 
     async def _turn(self, task: str, stats: _Stats, bookkeeping: asyncio.Future[None] | None) -> TurnFinished:
+        await self.extensions.tools_ready(self.registry, self.conversation)
+        if not self._session_started:
+            self._session_started = True
+            await self.extensions.hook("SessionStart", source="resume" if self.conversation.turn_count else "startup")
+        prompt_hooks = await self.extensions.hook("UserPromptSubmit", emit=False, prompt=task)
+        if prompt_hooks.blocked:
+            return self._prompt_blocked(prompt_hooks.events, prompt_hooks.reason, stats)
         attachments = await attach_mentions(task, self.registry, self.ctx) if "@" in task else ()
         self.emit(UserMessage(task, attachments))
+        for ran in prompt_hooks.events:  # after the prompt: what they add follows it
+            self.emit(ran)
         runner = CallRunner(self.registry, self.ctx, self.permissions, self.approver, self.emit,
-                            undo=self.ctx.checkpoints, undo_ready=bookkeeping)
+                            undo=self.ctx.checkpoints, undo_ready=bookkeeping, extensions=self.extensions)
         streak: tuple[tuple[str, str] | None, int] = (None, 0)  # the failing call, how many times in a row
+        stop_hook_active = False  # a Stop hook made the model go on already this turn
         for _ in range(self.settings.max_turns):
             stats.turns += 1
             reply = await self._fitted_request(runner, stats)
@@ -301,7 +337,11 @@ class Agent:
                 self.emit(Notice(reply.degenerated))
                 return TurnFinished("gave_up", reply.degenerated, stats.as_dict())
             if not reply.results:
-                return TurnFinished("done", reply.text, stats.as_dict())
+                stop = await self.extensions.hook("Stop", stop_hook_active=stop_hook_active)
+                if not stop.blocked:
+                    return TurnFinished("done", reply.text, stats.as_dict())
+                stop_hook_active = True  # its reason joined the conversation: the model goes on
+                continue
             for result in reply.results:
                 key = failure_key(result)
                 streak = (key, streak[1] + 1 if key is not None and key == streak[0] else int(key is not None))
@@ -312,6 +352,14 @@ class Agent:
                     return TurnFinished("gave_up", why, stats.as_dict())
         return TurnFinished("max_turns", f"Stopped after {self.settings.max_turns} model requests "
                             "(--max-turns) with the task unfinished.", stats.as_dict())
+
+    def _prompt_blocked(self, events: list[HookRan], reason: str, stats: _Stats) -> TurnFinished:
+        """A UserPromptSubmit hook blocked the prompt: it is not sent, and the user sees why."""
+        for ran in events:
+            self.emit(ran)
+        why = f"A UserPromptSubmit hook blocked this prompt (it was not sent): {reason}"
+        self.emit(Notice(why))
+        return TurnFinished("gave_up", why, stats.as_dict())
 
     async def _request(self, runner: CallRunner, stats: _Stats, max_tokens: int) -> _Reply:
         """One model request: stream its blocks, start each call as soon as it is complete. A
@@ -411,6 +459,7 @@ class Agent:
         n = self.conversation.compaction_split(keep_tokens)
         if not n:
             return None
+        await self.extensions.hook("PreCompact", trigger="auto" if keep_tokens else "manual")
         self.emit(Notice(f"Compacting the conversation: summarising {n} earlier messages…"))
         before = self.conversation.tokens(self.engine)
         now = self.conversation.count(self.conversation.request_messages(), self.engine)  # counted as `after` is

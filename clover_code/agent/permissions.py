@@ -14,6 +14,7 @@ to a file always asks. `edit:src/**` matches every path the edit writes (after s
 `git:*` any git tool (matched by tool name, with and without a `git_` prefix). What a call
 writes or runs is what its tool declares (clover_code.tools.touches), never guessed from
 argument keys; a tool that declares nothing is covered only by a rule naming it, `NAME:*`.
+An MCP server's tool (`mcp__SERVER__TOOL`) is also covered by `mcp:SERVER/TOOL` and `mcp:SERVER/*`.
 Rules come from settings and from "always" answers of this session; never from anything
 stored in the workspace.
 """
@@ -30,6 +31,7 @@ from typing import Literal, Protocol
 from clover_code.agent.events import ApprovalNeeded
 from clover_code.settings import APPROVAL_MODES, ApprovalMode, approval_mode
 from clover_code.tools import ToolKind
+from clover_code.tools.mcp.naming import RULE_KIND, rule_subject
 from clover_code.tools.touches import Touches
 
 Decision = Literal["allow", "ask", "deny"]
@@ -101,6 +103,8 @@ def glob_literal(text: str) -> str:
 def rule_for_always(kind: ToolKind, name: str, touches: Touches, root: str | None = None) -> str:
     """The rule an "always" answer adds: narrow enough to say what it allows. The command or
     folder it names is matched literally (approving `ls *` does not allow everything)."""
+    if (subject := rule_subject(name)) is not None:
+        return f"{RULE_KIND}:{glob_literal(subject)}"
     if not touches.known or (kind == "edit" and not touches.writes):
         return f"{name}:*"  # nothing narrower is known: this tool only
     if kind == "shell":
@@ -141,6 +145,8 @@ class Permissions:
         return decision
 
     def allowed_by_rule(self, name: str, kind: ToolKind, touches: Touches) -> bool:
+        if (subject := rule_subject(name)) is not None and self._mcp_allows(subject):
+            return True
         if not touches.known:  # it may read, write or run anything: only a rule naming it vouches
             return f"{name}:*" in self.rules
         patterns = [p for head, _, p in (r.partition(":") for r in self.rules) if head in (kind, name)]
@@ -154,6 +160,12 @@ class Permissions:
         else:
             return any(fnmatch.fnmatchcase(n, p) for n in {name, name.removeprefix("git_")} for p in patterns)
         return bool(subjects) and all(any(fnmatch.fnmatchcase(s, p) for p in patterns) for s in subjects or ())
+
+
+    def _mcp_allows(self, subject: str) -> bool:
+        """An `mcp:SERVER/TOOL` or `mcp:SERVER/*` rule covers the MCP tool `subject` names."""
+        patterns = [p for head, _, p in (r.partition(":") for r in self.rules) if head == RULE_KIND]
+        return any(fnmatch.fnmatchcase(subject, p) for p in patterns)
 
 
 # -- reading a command line -------------------------------------------------------------

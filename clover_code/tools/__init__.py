@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, get_args, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
@@ -44,9 +44,14 @@ class ToolResult:
 
 
 class Tool(Protocol):
-    name: ClassVar[str]
-    kind: ClassVar[ToolKind]
-    Args: ClassVar[type[BaseModel]]
+    # Read-only members: a class attribute (the built-in tools) or one set per instance (an MCP
+    # server's tool, tools/mcp) both satisfy them.
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> ToolKind: ...
+    @property
+    def Args(self) -> type[BaseModel]: ...
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult: ...
 
@@ -59,6 +64,14 @@ class Declaring(Protocol):
         """The paths the call reads and writes and the command it runs; only from `args`
         (nothing is looked up: the answer must not change between asking and running)."""
         ...
+
+
+@runtime_checkable
+class SelfDescribed(Protocol):
+    """A tool that brings its own schema and description (an MCP server's tool), instead of an
+    Args model and a prompt text of clover-code's."""
+
+    def schema(self) -> JSONObject: ...
 
 
 @runtime_checkable
@@ -107,6 +120,8 @@ def tool_description(name: str) -> str:
 
 def tool_schema(tool: Tool) -> JSONObject:
     """OpenAI function-tool schema, from the tool's Args model and its prompt text."""
+    if isinstance(tool, SelfDescribed):
+        return tool.schema()
     params = inline_refs(tool.Args.model_json_schema())
     params.pop("title", None)
     for prop in params.get("properties", {}).values():
@@ -198,6 +213,13 @@ class BoundCall:
 class Registry:
     def __init__(self, tools: list[Tool]):
         self.tools = {t.name: t for t in tools}
+
+    def add(self, tools: list[Tool]) -> list[Tool]:
+        """Add tools that arrive later (an MCP server's, once it is up); those whose name is
+        taken are left out. The ones added."""
+        added = [t for t in tools if t.name not in self.tools]
+        self.tools.update({t.name: t for t in added})
+        return added
 
     def schemas(self) -> list[JSONObject]:
         return [tool_schema(t) for t in self.tools.values()]

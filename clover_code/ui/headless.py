@@ -205,6 +205,8 @@ class Progress:
             self.line(f"  · context compacted: {event.tokens_before} -> {event.tokens_after} tokens")
         elif isinstance(event, ev.Notice):
             self.line(f"note: {event.text}")
+        elif isinstance(event, ev.HookRan) and event.outcome != "ok":
+            self.line(f"  hook {event.event} {event.outcome.replace('_', ' ')}: {event.message}")
         elif isinstance(event, ev.ErrorEvent):
             self.line(f"error: {event.message}")
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clover_code.agent.agent_defs import agent_folders, listing, load_agent_defs
 from clover_code.agent.context import Conversation
 from clover_code.agent.events import ApprovalAnswered, Notice
+from clover_code.agent.hooks import Hooks, parse_hooks
 from clover_code.agent.instructions import load_instructions, render_skills, render_system_prompt
 from clover_code.agent.loop import Agent, AgentSettings
 from clover_code.agent.permissions import Approver, Permissions, sandboxed
@@ -22,6 +24,9 @@ from clover_code.sandbox.policy import SandboxPolicy
 from clover_code.settings import Settings
 from clover_code.tools import Registry, ToolContext, default_registry
 from clover_code.tools.skills import find_skills, skill_tool
+
+if TYPE_CHECKING:
+    from clover_code.tools.mcp.servers import McpServers
 
 RESUMED_ALWAYS = ("Resumed without the {count} \"always\" approval(s) of the earlier run: "
                   "they are asked again (session logs live in the workspace, so they never grant permissions). "
@@ -80,6 +85,21 @@ def tool_context(settings: Settings, root: Path) -> ToolContext:
                        checkpoints=Checkpoints(root, git=git), policy=policy, git=git)
 
 
+def mcp_servers(settings: Settings, root: Path) -> McpServers:
+    """The user's MCP servers (not started: the agent starts them in its loop; the SDK loads
+    only then, so a session without servers never loads it). Empty without any (the TUI may
+    add a repository's the user allows)."""
+    from clover_code.tools.mcp.servers import McpServers
+    from clover_code.tools.mcp.spec import parse_servers
+
+    return McpServers(parse_servers(settings.mcp_servers), root)
+
+
+def hooks(settings: Settings, root: Path) -> Hooks | None:
+    """The user's hooks (settings hold the user's config only for them); None without any."""
+    return Hooks(parse_hooks(settings.hooks), root) if settings.hooks else None
+
+
 def build_agent(settings: Settings, cwd: Path, approver: Approver, *, resume: str | None = None,
                 engine: Engine | None = None, registry: Registry | None = None,
                 on_progress: Callable[[float, str], None] | None = None) -> Agent:
@@ -118,7 +138,8 @@ def build_agent(settings: Settings, cwd: Path, approver: Approver, *, resume: st
         session = SessionLog.create(root)
     session.redactor.add(settings.api_key)  # never written into the log (nor the env's secrets)
     agent = Agent(engine, registry, ctx, approver, agent_settings(settings), session, system,
-                  permissions=permissions, conversation=conversation, engine_turns=engine_turns)
+                  permissions=permissions, conversation=conversation, engine_turns=engine_turns,
+                  hooks=hooks(settings, root), mcp=mcp_servers(settings, root))
     kit.parent_turn = lambda: agent.turn_bookkeeping
     for problem in problems:
         agent.emit(Notice(f"sub-agent definition skipped: {problem}"))

@@ -105,14 +105,21 @@ def test_written_paths_and_always_rules():
 
 def test_a_call_whose_tool_declares_nothing_is_covered_only_by_a_rule_naming_it():
     """A tool from elsewhere (an MCP server) that says nothing of what it touches: no path or
-    command rule vouches for it, whatever its arguments look like, and "always" names the tool."""
+    command rule vouches for it, whatever its arguments look like, and "always" names the tool
+    (an MCP tool as the issue's rules do: `mcp:SERVER/TOOL`)."""
     broad = Permissions("ask", ["edit:*", "shell:*", "mcp__fs__write:pytest*"])
     assert broad.decide("mcp__fs__write", "edit", UNKNOWN) == "ask"
     assert broad.decide("mcp__fs__exec", "shell", UNKNOWN) == "ask"
-    assert rule_for_always("edit", "mcp__fs__write", UNKNOWN) == "mcp__fs__write:*"
-    named = Permissions("ask", ["mcp__fs__write:*"])
-    assert named.decide("mcp__fs__write", "edit", UNKNOWN) == "allow"
-    assert named.decide("mcp__fs__other", "edit", UNKNOWN) == "ask"
+    assert rule_for_always("edit", "mcp__fs__write", UNKNOWN) == "mcp:fs/write"
+    assert rule_for_always("edit", "other_tool", UNKNOWN) == "other_tool:*"
+    for rules in (["mcp__fs__write:*"], ["mcp:fs/write"]):
+        named = Permissions("ask", rules)
+        assert named.decide("mcp__fs__write", "edit", UNKNOWN) == "allow"
+        assert named.decide("mcp__fs__other", "edit", UNKNOWN) == "ask"
+    server = Permissions("ask", ["mcp:fs/*"])
+    assert server.decide("mcp__fs__other", "shell", UNKNOWN) == "allow"
+    assert server.decide("mcp__web__other", "shell", UNKNOWN) == "ask"
+    assert Permissions("read-only", ["mcp:fs/*"]).decide("mcp__fs__other", "shell", UNKNOWN) == "deny"
 
 
 @pytest.mark.parametrize("command", [
@@ -284,8 +291,8 @@ def test_a_tool_that_declares_nothing_is_asked_as_a_write(git_repo):
                              "ask", approver, rules=["edit:*"])
     asyncio.run(collect(agent, "go"))
     (asked,) = approver.asked  # `edit:*` did not cover it; the "always" covers this tool only
-    assert asked.kind == "edit" and asked.touches == UNKNOWN and asked.always == "mcp__notes__append:*"
-    assert agent.permissions.rules == ["edit:*", "mcp__notes__append:*"]
+    assert asked.kind == "edit" and asked.touches == UNKNOWN and asked.always == "mcp:notes/append"
+    assert agent.permissions.rules == ["edit:*", "mcp:notes/append"]
     read_only = undeclared_agent(git_repo, [call("mcp__notes__append", path="a.md"), "done"], "read-only")
     (finished,) = [e for e in asyncio.run(collect(read_only, "go")) if isinstance(e, ToolFinished)]
     assert not finished.ok and "read-only" in finished.output

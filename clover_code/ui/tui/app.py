@@ -24,6 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import TextArea
 from textual.worker import Worker, WorkerState
 
+from clover_code.agent.bug_log import keep_traceback
 from clover_code.agent.context_count import count_context
 from clover_code.agent.events import ApprovalNeeded, Compacted, Event, Redone, Rewound, TodosChanged, TurnFinished
 from clover_code.agent.session import SessionError, sessions_dir
@@ -35,6 +36,7 @@ from clover_code.ui.tui.agent_driver import AgentDriver, AgentFactory
 from clover_code.ui.tui.commands.builtin import builtin_commands
 from clover_code.ui.tui.commands.custom import add_custom_commands
 from clover_code.ui.tui.commands.host import Severity
+from clover_code.ui.tui.commands.mcp import start_servers
 from clover_code.ui.tui.commands.session import next_mode, set_mode
 from clover_code.ui.tui.commands.workspace import other_sessions_note
 from clover_code.ui.tui.completion import Completer
@@ -142,8 +144,13 @@ class CloverApp(App[int]):
         if self.first_prompt and self.first_prompt.strip():
             self.send(self.first_prompt)  # queued: the model is loading
 
-    def on_unmount(self) -> None:
+    async def on_unmount(self) -> None:
         self._catch_quit_signals(False)
+        if self.agent is not None:  # SessionEnd hooks run, MCP servers stop
+            try:
+                await self.agent.end_session()
+            except Exception as exc:  # leaving must not fail; the errors log keeps why
+                keep_traceback(exc)
 
     def _welcome(self) -> str:
         home = str(Path.home())
@@ -223,6 +230,7 @@ class CloverApp(App[int]):
         if message.context_tokens is not None:
             self.ledger.recounted(message.context_tokens)
             self.status.show(context_used=message.context_tokens)
+        self.call_after_refresh(start_servers, self, agent)  # painted first, then the servers start
         if previous is not None:
             self.driver.close(previous)
         else:

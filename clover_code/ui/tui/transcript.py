@@ -17,6 +17,7 @@ from clover_code.agent.events import (
     Compacted,
     ErrorEvent,
     Event,
+    HookRan,
     Notice,
     Redone,
     Rewound,
@@ -88,6 +89,9 @@ class Transcript:
             view.add_note(event.text, "dim")
             if live:
                 self.host.say(event.text)
+        elif isinstance(event, HookRan) and event.outcome != "ok":  # a block or a failure: the user sees why
+            kind = "dim" if event.outcome == "blocked" else "error"
+            view.add_note(f"hook {event.event} {event.outcome.replace('_', ' ')}: {event.message}", kind)
         elif isinstance(event, ErrorEvent):
             view.add_note(event.message, "error")
             if live:

@@ -6,7 +6,7 @@ from rich.console import Group
 from textual.widgets import Static
 
 from clover_code.ui.tui import rewind
-from clover_code.ui.tui.commands import custom, session, usage, workspace
+from clover_code.ui.tui.commands import custom, mcp, session, usage, workspace
 from clover_code.ui.tui.commands.host import CommandHost
 from clover_code.ui.tui.commands.table import Command, CommandTable, Handler, two_columns
 
@@ -53,6 +53,8 @@ def builtin_commands() -> CommandTable:
         Command("/stats", "turns, tokens, blocks, forward passes and speed of this session", usage.stats),
         Command("/cost", "tokens in and out per turn, what fills the context, estimated cost", usage.cost,
                 aliases=("/usage",)),
+        Command("/mcp", "your MCP servers: state and tools; allow or deny a repository's .mcp.json", mcp.show,
+                "[allow|deny]", needs_agent=True),
         Command("/denoise", "show or hide the live denoise view (also F2)", _toggle_denoise),
         Command("/quit", "leave (also Ctrl+C twice)", _quit, aliases=("/exit",)),
     ):
