@@ -25,10 +25,10 @@ test: lint
 	$(BIN)/python -m pytest -q
 
 demo: venv
-	$(BIN)/python tools/demo.py
+	$(BIN)/python -m tools.demo
 
 bench: venv
-	$(BIN)/python tools/bench/bench_engine.py
+	$(BIN)/python -m tools.bench.bench_engine
 
 clean:
 	rm -rf $(VENV) build *.egg-info

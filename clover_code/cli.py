@@ -50,14 +50,17 @@ def main_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="clover-code",
         description="A terminal coding assistant on the Clover block-diffusion LM. "
-        "Without --task it opens the TUI. Subcommands: doctor, eval, generate, serve "
-        "(`clover-code serve --help`).",
+        "Without --task it opens the TUI (with PROMPT sent, if given). Subcommands: doctor, eval, "
+        "generate, serve (`clover-code serve --help`).",
     )
+    p.add_argument("prompt", nargs="?", metavar="PROMPT",
+                   help="a first message for the TUI, sent as soon as the model is ready")
     p.add_argument("--version", action="version", version=f"clover-code {__version__}")
     p.add_argument("--task", help="run headless: TEXT, @FILE, or - for stdin")
     p.add_argument("--cwd", help="workspace directory (default: current)")
-    p.add_argument("--approval", choices=["read-only", "ask", "auto-edit", "full-auto"],
-                   help="approval mode (TUI default ask, headless default full-auto)")
+    p.add_argument("--approval", choices=["plan", "ask", "auto-edit", "full-auto", "read-only"],
+                   help="approval mode (TUI default ask, headless default full-auto); plan reads, "
+                        "changes nothing and ends with a plan (read-only: its old name, still accepted)")
     p.add_argument("--max-turns", type=int, help="model requests per task before stopping")
     p.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text",
                    help="headless result format on stdout")
@@ -80,8 +83,12 @@ def generate_parser() -> argparse.ArgumentParser:
 
 def serve_parser() -> argparse.ArgumentParser:
     p = Parser(prog="clover-code serve",
-                                description="Serve a checkpoint over an OpenAI-compatible HTTP API.")
-    p.add_argument("--model", help="checkpoint folder (or CLOVER_MODEL)")
+                                description="Serve a checkpoint over HTTP: OpenAI Chat Completions, Anthropic Messages "
+                                "(Claude Code) and OpenAI Responses (Codex).")
+    p.add_argument("--model", help="checkpoint folder (or CLOVER_MODEL); with --engine remote, the model to ask for")
+    p.add_argument("--engine", help="embedded (default) | remote (translate for --endpoint: another server) | "
+                   "scripted:FILE (replies in JSONL, one per request: protocol tests without a model)")
+    p.add_argument("--endpoint", help="with --engine remote: the OpenAI-compatible base URL to translate for")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--api-key", help="bearer token clients must send (or CLOVER_SERVE_API_KEY, or serve_api_key "
@@ -180,7 +187,11 @@ def _dispatch(argv: list[str]) -> int:
         return modes.run_eval(eval_parser().parse_args(argv[1:]))
     if argv[:1] == ["serve"]:
         return modes.run_serve(serve_parser().parse_args(argv[1:]))
-    args = main_parser().parse_args(argv)
+    parser = main_parser()
+    args = parser.parse_args(argv)
+    if args.task is not None and args.prompt is not None:
+        parser.error(f"a prompt and --task both give a task: --task runs it headless, a prompt alone opens "
+                     f"the TUI with it (unexpected {args.prompt!r})")
     return modes.run_headless(args) if args.task is not None else modes.run_tui(args)
 
 

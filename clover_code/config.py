@@ -14,10 +14,12 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
+from clover_code.agent.hooks import parse_hooks
 from clover_code.engine.policies import NAMES_HELP, PolicyError, parse_policy
 from clover_code.jsonsafe import JSON, JSONObject
 from clover_code.sandbox.own_dirs import config_dir
-from clover_code.settings import APPROVAL_MODES, INHERIT_ENV, ConfigError, Settings
+from clover_code.settings import APPROVAL_MODES, INHERIT_ENV, NOTIFY_MODES, ConfigError, Settings, approval_mode
+from clover_code.tools.mcp.spec import parse_servers
 
 __all__ = ["ENV_VARS", "PROJECT_KEYS", "ConfigError", "Settings", "env_setting", "load_settings", "project_config_path",
            "user_config_path"]
@@ -37,7 +39,8 @@ ENV_VARS = {
 # tighten them (a value at most the user's own or the default: `shell_timeout = inf` would run
 # commands unbounded). Which engine, model, endpoint and key run, and what the engine decodes
 # with (threshold, policy, block_size, timeouts), are the user's choice; so are approval, allow rules
-# and every sandbox setting. Anything else in a project file is ignored, with a notice.
+# and every sandbox setting; so are MCP servers and hooks, programs that run as the user outside
+# the sandbox. Anything else in a project file is ignored, with a notice.
 PROJECT_KEYS = frozenset({"max_turns", "max_tokens", "temperature", "shell_timeout"})
 
 
@@ -73,7 +76,8 @@ _CHECKS: dict[str, tuple[Callable[[JSON], bool], str]] = {
     "endpoint": (lambda v: isinstance(v, str), "a URL string"),
     "api_key": (lambda v: isinstance(v, str), "a string"),
     "serve_api_key": (lambda v: isinstance(v, str), "a string"),
-    "approval": (lambda v: v in APPROVAL_MODES, "an approval mode: " + ", ".join(APPROVAL_MODES)),
+    "approval": (lambda v: approval_mode(v) is not None,
+                 "an approval mode: " + ", ".join(APPROVAL_MODES) + " (read-only: the old name of plan)"),
     "max_turns": (lambda v: _is_int(v) and v >= 1, "a whole number, 1 or more"),
     "max_tokens": (lambda v: _is_int(v) and v >= 1, "a whole number, 1 or more"),
     "temperature": (lambda v: _is_number(v) and v >= 0, "a number, 0 or more"),
@@ -97,10 +101,21 @@ _CHECKS: dict[str, tuple[Callable[[JSON], bool], str]] = {
     "memory_mb": (lambda v: _is_int(v) and v >= 1, "a whole number of megabytes, 1 or more"),
     "price_input_per_mtok": (lambda v: _is_number(v) and v >= 0, "a price per million tokens, 0 or more"),
     "price_output_per_mtok": (lambda v: _is_number(v) and v >= 0, "a price per million tokens, 0 or more"),
+    "notify": (lambda v: v in NOTIFY_MODES, "one of: " + ", ".join(NOTIFY_MODES)),
 }
+
+# Keys holding tables, checked by the parser that reads them (its message says what is wrong).
+_TABLES: dict[str, Callable[[JSON], object]] = {"mcp_servers": parse_servers, "hooks": parse_hooks}
+
 
 def _problem(key: str, value: JSON) -> str | None:
     """What is wrong with `value` for `key`, or None."""
+    if key in _TABLES:
+        try:
+            _TABLES[key](value)
+        except ValueError as exc:
+            return str(exc)
+        return None
     accepts, wanted = _CHECKS[key]
     if accepts(value):
         return None
@@ -110,6 +125,8 @@ def _problem(key: str, value: JSON) -> str | None:
 
 
 def _shown(key: str, value: JSON) -> str:
+    if key in _TABLES:  # the parser's message names the part; the rest may hold headers with tokens
+        return "[...]"
     return "(hidden)" if key.endswith("api_key") else repr(value)  # a key of the wrong type is still a key
 
 
@@ -147,11 +164,11 @@ def _normal_keys(values: JSONObject) -> JSONObject:
 def _apply(settings: Settings, values: JSONObject, source: str) -> None:
     """Set each given (not None) value, after checking its name and type."""
     for key, value in values.items():
-        if key not in _CHECKS:
+        if key not in _CHECKS and key not in _TABLES:
             raise ConfigError(f"{source}: unknown setting {key!r}")
         if value is not None:
             _check(key, value, source)
-            setattr(settings, key, value)
+            setattr(settings, key, approval_mode(value) if key == "approval" else value)
 
 
 def _project_values(path: Path, settings: Settings) -> JSONObject:

@@ -11,11 +11,26 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from clover_code.errors import UserError
+from clover_code.jsonsafe import JSONObject
 from clover_code.sandbox.policy import DEFAULT_DENY_READ, DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_MB, InheritEnv
 
-ApprovalMode = Literal["read-only", "ask", "auto-edit", "full-auto"]
+ApprovalMode = Literal["plan", "ask", "auto-edit", "full-auto"]
 APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
+# Older names still accepted from config files, the environment, flags and /mode: `plan` was
+# called `read-only` before it ended with a plan to approve.
+MODE_ALIASES: dict[str, ApprovalMode] = {"read-only": "plan"}
+
+
+def approval_mode(name: object) -> ApprovalMode | None:
+    """The approval mode `name` means (an alias read as its mode); None when it names none."""
+    if not isinstance(name, str):
+        return None
+    name = MODE_ALIASES.get(name, name)
+    return next((mode for mode in APPROVAL_MODES if mode == name), None)
 INHERIT_ENV: tuple[InheritEnv, ...] = get_args(InheritEnv)
+# How a TUI nudges a user looking elsewhere (ui/tui/notifier.py): a desktop notification else the bell.
+NotifyMode = Literal["auto", "bell", "off"]
+NOTIFY_MODES: tuple[NotifyMode, ...] = get_args(NotifyMode)
 
 
 class ConfigError(UserError):
@@ -55,6 +70,12 @@ class Settings:
     # What a million tokens cost, in (or out of) the model: /cost's estimate; None: no estimate.
     price_input_per_mtok: float | None = None
     price_output_per_mtok: float | None = None
+    notify: NotifyMode = "auto"  # when an approval waits or a turn ends, unfocused; the user's config only
+    # The user's own programs, from the user's config only (never a project's): MCP servers
+    # ([mcp_servers.NAME], read by clover_code.tools.mcp.spec) and hooks ([[hooks.EVENT]],
+    # clover_code.agent.hooks), as the TOML gives them; checked when loaded.
+    mcp_servers: JSONObject = field(default_factory=dict)
+    hooks: JSONObject = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)  # settings ignored, for the UI to show once
 
     def engine_name(self) -> str:

@@ -54,9 +54,7 @@ def cli():
 
 def _tiny_checkpoint(tmp_path_factory, kind: str) -> Path:
     """Build a peaked tiny checkpoint (tools/training/make_tiny_model.py) once per test session."""
-    if str(ROOT / "tools" / "training") not in sys.path:
-        sys.path.insert(0, str(ROOT / "tools" / "training"))
-    from make_tiny_model import make_tiny_model
+    from tools.training.make_tiny_model import make_tiny_model
     return make_tiny_model(tmp_path_factory.mktemp(f"tiny_{kind}"), kind, peaked=True)
 
 
@@ -102,3 +100,22 @@ def reply_with_second_call_cut(block_size: int) -> str:
 @pytest.fixture
 def second_call_cut() -> "Callable[[int], str]":
     return reply_with_second_call_cut
+
+
+def reply_with_debris_cut(block_size: int) -> str:
+    """A reply whose call (read_file README.md) is followed by markup debris as models write it
+    (`"}}`, a stray `</tool_call>`, `}}`), cut by a block boundary after the `"}}` (the
+    ScriptedEngine's blocks of `block_size` words), then prose, then a tag the reply's end cuts
+    off: what once reached the transcript as text."""
+    from clover_code.engine.scripted import split_tokens
+
+    for filler in range(block_size):
+        head = "Reading it." + " word" * filler + " " + _call_markup("read_file", path="README.md") + '"}}'
+        if len(split_tokens(head)) % block_size == 0:
+            return head + "\n</tool_call>}} Then done. </tool_c"
+    raise AssertionError(f"no reply of that shape for blocks of {block_size} words")
+
+
+@pytest.fixture
+def debris_cut() -> "Callable[[int], str]":
+    return reply_with_debris_cut

@@ -24,4 +24,4 @@ case "$installed" in
   *) echo "ci-wheel: clover_code imported from $installed, not the wheel" >&2; exit 1 ;;
 esac
 "$bin/clover-code" doctor
-"$bin/python" "$repo/tools/demo.py" --task fix-median
+"$bin/python" "$repo/tools/demo.py" --task fix-median  # by path, not -m: nothing of the checkout on sys.path

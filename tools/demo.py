@@ -1,10 +1,13 @@
 """`make demo`: one sandbox task, headless, on the embedded engine, end to end.
 
-    python tools/demo.py [--task rename-function] [--model DIR] [--keep]
+    python -m tools.demo [--task rename-function] [--model DIR] [--keep]
 
 Copies sandbox/<task>/repo to a temporary folder, makes it a git repository, runs
 `clover-code --task` on it (embedded engine, full-auto, sandboxed shell), then runs the
 task's check command and prints the run's blocks, forward passes, TPF and tokens/s.
+
+It imports nothing of tools/, so it also runs by path (tools/ci_wheel_task.sh runs it so, from
+outside the checkout, against the installed wheel).
 
 Without --model it runs the embedded default: the demo checkpoint shipped in the package
 (clover_code/models/clover-demo, trained by tools/training/train_demo_model.py).

@@ -20,6 +20,7 @@ from clover_code.agent.events import (
     Cleared,
     Compacted,
     Event,
+    HookRan,
     Redone,
     Rewound,
     TextDelta,
@@ -114,6 +115,9 @@ class Conversation:
         elif isinstance(event, UserShell):
             self.flush()
             self._messages.append({"role": "user", "content": shell_content(event)})
+        elif isinstance(event, HookRan) and event.context:
+            self.flush()
+            self._messages.append({"role": "user", "content": hook_content(event)})
         elif isinstance(event, Rewound):
             self._rewind(event.turn, keep=event.scope == "code")
         elif isinstance(event, Redone):
@@ -311,6 +315,11 @@ def user_content(text: str, attachments: tuple[Attachment, ...] = ()) -> str:
             kind = "folder" if item.note == "folder listing" else "file"
             parts.append(f'<{kind} path="{item.path}">\n{item.content}\n</{kind}>')
     return "\n\n".join(parts)
+
+
+def hook_content(event: HookRan) -> str:
+    """What a hook gave the model, marked as the hook's (the user's program), not the user's words."""
+    return f'<hook event="{event.event}">\n{event.context}\n</hook>'
 
 
 def shell_content(event: UserShell) -> str:

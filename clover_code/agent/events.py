@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from clover_code.engine import Block, EngineError, ToolCall
 from clover_code.jsonsafe import JSONObject
 from clover_code.tools import ToolKind
+from clover_code.tools.touches import Touches
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -65,6 +66,9 @@ class ToolCallParsed:
     # raw markup, `call.name` a best guess, and the call never runs.
     error: str | None = None
     markup: str = ""  # the call as written in the reply's text; "" for a call a server sent structured
+    # What it reads, writes and runs, as its tool declares (UIs name the call by it); None when it
+    # cannot run (malformed, an unknown tool, invalid arguments) and in logs from before it was said.
+    touches: Touches | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,8 @@ class ApprovalNeeded:
     call: ToolCall
     kind: ToolKind  # never "read": reads do not ask
     preview: str = ""  # a diff for edits, the command for shell
+    touches: Touches | None = None
+    always: str = ""  # the allow rule an "always" answer adds, exactly ("" in logs from before it was said)
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,7 @@ class ApprovalAnswered:
 @dataclass(frozen=True)
 class ToolStarted:
     call: ToolCall
+    touches: Touches | None = None  # as in ToolCallParsed (a user's own command has none before it)
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,27 @@ class ToolFinished:
     output: str
     seconds: float
     data: JSONObject = field(default_factory=dict)
+
+
+TodoStatus = Literal["pending", "in_progress", "done"]
+
+
+@dataclass(frozen=True)
+class TodoItem:
+    content: str
+    status: TodoStatus = "pending"
+
+
+@dataclass(frozen=True)
+class TodosChanged:
+    """The model's todo list as it now stands (the todo_write tool replaces it whole): UIs pin it,
+    the session log keeps it, so a resumed session shows the latest list again."""
+
+    items: tuple[TodoItem, ...]
+
+    @property
+    def done(self) -> int:
+        return sum(item.status == "done" for item in self.items)
 
 
 @dataclass(frozen=True)
@@ -160,6 +188,23 @@ class Notice:
     text: str  # something the user should know once (demo model, retry, ...)
 
 
+HookOutcomeName = Literal["ok", "blocked", "error", "timed_out"]
+
+
+@dataclass(frozen=True)
+class HookRan:
+    """One of the user's hooks ran (clover_code.agent.hooks). `context`: what it gave the model
+    (a SessionStart or UserPromptSubmit hook's output, a Stop hook's reason to go on), which joins
+    the conversation as a message; a log replayed on resume restores it, never runs the hook."""
+
+    event: str  # SessionStart, PreToolUse, ...
+    command: str
+    exit_code: int | None  # None: killed at its timeout
+    outcome: HookOutcomeName
+    message: str = ""  # why it blocked, what went wrong, or what it decided
+    context: str = ""
+
+
 @dataclass(frozen=True)
 class ErrorEvent:
     message: str
@@ -182,7 +227,7 @@ class TurnFinished:
 Event = (
     UserMessage | BlockCommitted | TextDelta | ToolCallParsed | ApprovalNeeded | ApprovalAnswered
     | ToolStarted | ToolOutput | ToolFinished | Compacted | Cleared | UserShell | Rewound | Redone | Notice
-    | ErrorEvent | TurnFinished
+    | HookRan | ErrorEvent | TurnFinished | TodosChanged
 )
 # Shown live and never logged: what they say reaches the log in a later event.
 TRANSIENT_EVENTS = (ToolOutput,)
@@ -192,7 +237,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     for cls in (
         UserMessage, BlockCommitted, TextDelta, ToolCallParsed, ApprovalNeeded, ApprovalAnswered,
         ToolStarted, ToolOutput, ToolFinished, Compacted, Cleared, UserShell, Rewound, Redone, Notice,
-        ErrorEvent, TurnFinished,
+        HookRan, ErrorEvent, TurnFinished, TodosChanged,
     )
 }
 

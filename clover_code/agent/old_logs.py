@@ -20,7 +20,7 @@ from clover_code.agent.events import (
     TurnFinished,
     UserMessage,
 )
-from clover_code.engine.markup.toolcalls import OPEN, ParsedCall, ToolCallParser
+from clover_code.engine.markup.toolcalls import OPEN, Debris, ParsedCall, ToolCallParser
 
 _RENAMED_BLOCK_FIELDS = {"steps": "forward_passes", "at": "seconds_since_start"}
 _BUG_PREFIX = "internal error"  # how the agent's own bugs were told from engine failures then
@@ -64,7 +64,7 @@ class _ReplyText:
 
     def block(self, text: str) -> list[Event]:
         self.parser = self.parser or ToolCallParser()
-        self.waiting.extend(self.parser.feed_segments(text))
+        self.waiting.extend(s for s in self.parser.feed_segments(text) if not isinstance(s, Debris))
         return self._texts_until_call()
 
     def expects_call(self) -> bool:

@@ -1,7 +1,8 @@
 """Which tool calls may run without asking: approval modes plus allow rules.
 
 Modes:
-    read-only  reads run; edits, shell and git writes are refused
+    plan       reads run; edits, shell and git writes are refused; the model ends with a plan
+               (its old name `read-only` is still accepted, settings.MODE_ALIASES)
     ask        reads run; edits, shell and git writes ask the user
     auto-edit  reads and edits run; shell and git writes ask
     full-auto  everything runs, never asks (the shell stays sandboxed)
@@ -9,16 +10,18 @@ Allow rules `KIND:PATTERN` (KIND a tool kind or a tool name) let matching calls 
 without asking in `ask` and `auto-edit`: `shell:pytest*` matches each simple command of
 the command line (split at ; && || | & and newlines); a command line that substitutes
 commands (`$(...)`, backticks, `<(...)`, `>(...)`), opens a subshell or redirects output
-to a file always asks. `edit:src/**` matches every path the edit touches (for apply_patch,
-the paths of the parsed patch, after symlinks), `git:*` any git tool (matched by tool
-name, with and without a `git_` prefix). They come from settings and from "always"
-answers of this session; never from anything stored in the workspace.
+to a file always asks. `edit:src/**` matches every path the edit writes (after symlinks),
+`git:*` any git tool (matched by tool name, with and without a `git_` prefix). What a call
+writes or runs is what its tool declares (clover_code.tools.touches), never guessed from
+argument keys; a tool that declares nothing is covered only by a rule naming it, `NAME:*`.
+An MCP server's tool (`mcp__SERVER__TOOL`) is also covered by `mcp:SERVER/TOOL` and `mcp:SERVER/*`.
+Rules come from settings and from "always" answers of this session; never from anything
+stored in the workspace.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import posixpath
 import re
@@ -26,23 +29,21 @@ import shlex
 from typing import Literal, Protocol
 
 from clover_code.agent.events import ApprovalNeeded
-from clover_code.jsonsafe import JSONObject
-from clover_code.settings import APPROVAL_MODES, ApprovalMode
-from clover_code.tools import ToolError, ToolKind
-from clover_code.tools.workspace.patch import patch_paths
+from clover_code.settings import APPROVAL_MODES, ApprovalMode, approval_mode
+from clover_code.tools import ToolKind
+from clover_code.tools.mcp.naming import RULE_KIND, rule_subject
+from clover_code.tools.touches import Touches
 
 Decision = Literal["allow", "ask", "deny"]
 
 # Per mode, what happens to each tool kind when no allow rule matches.
 _MODE_TABLE: dict[ApprovalMode, dict[ToolKind, Decision]] = {
-    "read-only": {"read": "allow", "edit": "deny", "shell": "deny", "git": "deny"},
+    "plan": {"read": "allow", "edit": "deny", "shell": "deny", "git": "deny"},
     "ask": {"read": "allow", "edit": "ask", "shell": "ask", "git": "ask"},
     "auto-edit": {"read": "allow", "edit": "allow", "shell": "ask", "git": "ask"},
     "full-auto": {"read": "allow", "edit": "allow", "shell": "allow", "git": "allow"},
 }
 _SUBCOMMAND = re.compile(r"^[A-Za-z][\w-]*$")
-_PATH_KEYS = ("path", "file_path", "paths", "file", "files", "target")
-_SHELL_KEYS = ("command", "cmd")
 
 
 class Approver(Protocol):
@@ -70,23 +71,15 @@ def approver_for_mode(mode: str) -> ModeApprover:
     return ModeApprover("yes" if mode == "full-auto" else "no")
 
 
-def call_subjects(kind: ToolKind, arguments: JSONObject, root: str | None = None) -> list[str]:
-    """What an allow rule is matched against: the command line, or the paths touched."""
-    if kind == "shell":
-        return [str(arguments[k]).strip() for k in _SHELL_KEYS if k in arguments][:1]
-    paths: list[str] = []
-    for key in _PATH_KEYS:
-        value = arguments.get(key)
-        if isinstance(value, str):
-            paths.append(value)
-        elif isinstance(value, list):
-            paths.extend(v for v in value if isinstance(v, str))
-    if isinstance(arguments.get("patch"), str):  # apply_patch names its files inside the patch
-        try:
-            paths.extend(patch_paths(arguments["patch"]))
-        except ToolError:
-            return []  # a patch that does not parse vouches for no path (and fails when run)
-    return [_normal_path(p, root) for p in paths]
+def sandboxed(mode: ApprovalMode, chosen: bool) -> bool:
+    """Whether commands run in the sandbox: as the user chose, and always in full-auto, which
+    never asks."""
+    return chosen or mode == "full-auto"
+
+
+def written_paths(touches: Touches, root: str | None = None) -> list[str]:
+    """What an edit rule is matched against: the paths the call writes, as rules are written."""
+    return [_normal_path(p, root) for p in touches.writes]
 
 
 def _normal_path(path: str, root: str | None = None) -> str:
@@ -107,16 +100,20 @@ def glob_literal(text: str) -> str:
     return "".join(f"[{c}]" if c in "*?[" else c for c in text)
 
 
-def rule_for_always(kind: ToolKind, name: str, arguments: JSONObject, root: str | None = None) -> str:
+def rule_for_always(kind: ToolKind, name: str, touches: Touches, root: str | None = None) -> str:
     """The rule an "always" answer adds: narrow enough to say what it allows. The command or
     folder it names is matched literally (approving `ls *` does not allow everything)."""
+    if (subject := rule_subject(name)) is not None:
+        return f"{RULE_KIND}:{glob_literal(subject)}"
+    if not touches.known or (kind == "edit" and not touches.writes):
+        return f"{name}:*"  # nothing narrower is known: this tool only
     if kind == "shell":
-        words = _first_command_words((call_subjects(kind, arguments) or [""])[0])
+        words = _first_command_words(touches.runs or "")
         # A program, with its subcommand when it has one (`git commit`, `npm run`), not its files.
         prefix = words[:2] if len(words) > 1 and _SUBCOMMAND.match(words[1]) else words[:1]
         return f"shell:{glob_literal(' '.join(prefix))}*" if prefix else "shell:"
     if kind == "edit":
-        dirs = {posixpath.dirname(p) for p in call_subjects(kind, arguments, root)}
+        dirs = {posixpath.dirname(p) for p in written_paths(touches, root)}
         if len(dirs) == 1 and (d := dirs.pop()) not in ("", "."):
             return f"edit:{glob_literal(d)}/**"
         return "edit:*"
@@ -126,9 +123,10 @@ def rule_for_always(kind: ToolKind, name: str, arguments: JSONObject, root: str 
 class Permissions:
     def __init__(self, mode: ApprovalMode = "ask", rules: list[str] | None = None, root: str | None = None):
         """`root`: the workspace root, so absolute paths inside it match relative rules."""
-        if mode not in _MODE_TABLE:
+        known = approval_mode(mode)  # an old name (read-only) is read as its mode
+        if known is None:
             raise ValueError(f"approval mode {mode!r} is not one of {', '.join(APPROVAL_MODES)}")
-        self.mode: ApprovalMode = mode
+        self.mode: ApprovalMode = known
         self.root = str(root) if root else None
         self.rules: list[str] = []
         for rule in rules or ():
@@ -140,31 +138,34 @@ class Permissions:
         if rule not in self.rules:
             self.rules.append(rule)
 
-    def decide(self, name: str, kind: ToolKind, arguments: JSONObject | str) -> Decision:
+    def decide(self, name: str, kind: ToolKind, touches: Touches) -> Decision:
         decision = _MODE_TABLE[self.mode][kind]
-        if decision == "ask" and self.allowed_by_rule(name, kind, arguments):
+        if decision == "ask" and self.allowed_by_rule(name, kind, touches):
             return "allow"
         return decision
 
-    def allowed_by_rule(self, name: str, kind: ToolKind, arguments: JSONObject | str) -> bool:
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except json.JSONDecodeError:
-                return False
-        if not isinstance(arguments, dict):
-            return False
+    def allowed_by_rule(self, name: str, kind: ToolKind, touches: Touches) -> bool:
+        if (subject := rule_subject(name)) is not None and self._mcp_allows(subject):
+            return True
+        if not touches.known:  # it may read, write or run anything: only a rule naming it vouches
+            return f"{name}:*" in self.rules
         patterns = [p for head, _, p in (r.partition(":") for r in self.rules) if head in (kind, name)]
         if not patterns:
             return False
         subjects: list[str] | None
         if kind == "shell":
-            subjects = shell_commands((call_subjects(kind, arguments) or [""])[0])
+            subjects = shell_commands(touches.runs or "")
         elif kind == "edit":
-            subjects = call_subjects(kind, arguments, self.root)
+            subjects = written_paths(touches, self.root)
         else:
             return any(fnmatch.fnmatchcase(n, p) for n in {name, name.removeprefix("git_")} for p in patterns)
         return bool(subjects) and all(any(fnmatch.fnmatchcase(s, p) for p in patterns) for s in subjects or ())
+
+
+    def _mcp_allows(self, subject: str) -> bool:
+        """An `mcp:SERVER/TOOL` or `mcp:SERVER/*` rule covers the MCP tool `subject` names."""
+        patterns = [p for head, _, p in (r.partition(":") for r in self.rules) if head == RULE_KIND]
+        return any(fnmatch.fnmatchcase(subject, p) for p in patterns)
 
 
 # -- reading a command line -------------------------------------------------------------

@@ -3,6 +3,9 @@ calls, in the order written.
 
 The agent turns each part into an event (TextDelta, or a ToolCallParsed when the call is
 submitted), so every UI and the conversation read the same parse and none parses again.
+Markup debris (a stray `</tool_call>`, a call's leftover `}}`) becomes no part: no UI shows
+it and the model never reads it back as its own prose; the block's raw text, logged with its
+BlockCommitted, still holds it.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from dataclasses import dataclass
 
 from clover_code.agent.events import TextDelta
 from clover_code.engine import Block
-from clover_code.engine.markup.toolcalls import ParsedCall, ToolCallParser, check_structured
+from clover_code.engine.markup.toolcalls import Debris, ParsedCall, Segment, ToolCallParser, check_structured
 from clover_code.jsonsafe import JSONObject
 
 
@@ -49,13 +52,13 @@ class ReplyReader:
         """Whether the reply stopped at max_tokens."""
         return self.last is not None and self.last.finish == "length"
 
-    def _parts(self, segments: list[str | ParsedCall]) -> list[ReplyPart]:
+    def _parts(self, segments: list[Segment]) -> list[ReplyPart]:
         parts: list[ReplyPart] = []
         for segment in segments:
             if isinstance(segment, str):
                 self.text += segment
                 parts.append(TextDelta(segment))
-            else:
+            elif not isinstance(segment, Debris):
                 parts.append(CallPart(segment, segment.raw))
         return parts
 

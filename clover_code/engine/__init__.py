@@ -51,6 +51,7 @@ class Block:
     # of prompt_tokens, those served from the engine's prefix cache (the rest were encoded);
     # set with prompt_tokens when the engine says (OpenAI usage: prompt_tokens_details.cached_tokens)
     prompt_reused: int | None = None
+    stop_sequence: str | None = None  # the request's stop string that ended the reply, when known
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,12 @@ class ChatRequest:
     stop: tuple[str, ...] = ()
     threshold: float | None = None  # None: the engine's default
     seed: int | None = None
+    # "auto": the model may call a tool; "required": the reply opens with a call (to narrow it to
+    # one tool, send only that tool)
+    tool_choice: str = "auto"
+    # Whose conversation this is (a client's session id): the prefix cache keeps each person's
+    # state, and a remote engine passes it on for session affinity. None: nobody in particular.
+    session: str | None = None
     policy: str | None = None  # decoding policy, NAME[:KNOB] (engine/policies.py); None: the engine's
     # Called on the event loop thread after every denoising step (embedded engine only).
     on_step: Callable[[DenoiseStep], None] | None = None
@@ -88,6 +95,12 @@ class EngineInfo:
     # Where context_window came from: "engine" (the engine's own config), or for a server the
     # request that said it, or engine.window.ASSUMED while the server has not said.
     context_source: str = "engine"
+    # count_tokens renders the request with the model's own chat template and tokenizer, so it
+    # is the count the model will see; False: an estimate (a user is told which it is).
+    exact_count: bool = False
+    # The only tools the model was trained to call (a checkpoint's `clover_trained_tools`): the
+    # agent offers no others. None: any tool.
+    trained_tools: tuple[str, ...] | None = None
     policy: str | None = None  # the decoding policy, NAME:KNOB (engine/policies.py); None when not said
 
 

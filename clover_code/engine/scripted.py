@@ -5,7 +5,7 @@ each either a string or an object:
     {"content": "text", "tool_calls": [{"name": "read_file", "arguments": {...}}],
      "delay": 0.01}
 Text is cut into words and grouped `block_size` words to a block, so streaming,
-cancellation and tool-call parsing across blocks behave as with a real engine.
+cancellation, stop strings and tool-call parsing across blocks behave as with a real engine.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from clover_code.engine import (
     ToolCall,
     estimate_tokens,
 )
+from clover_code.engine.embedded.stop_strings import StopStrings  # text only: no torch
 from clover_code.jsonsafe import JSON, JSONObject
 
 _TOKEN = re.compile(r"\s*\S+|\s+")
@@ -91,23 +92,25 @@ class ScriptedEngine:
                      c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"]))
             for i, c in enumerate(reply.get("tool_calls") or ())
         )
-        budget = request.max_tokens
+        budget, stopper = request.max_tokens, StopStrings(request.stop)
         for index, at in enumerate(range(0, max(len(pieces), 1), self.block_size)):
             t0 = time.perf_counter()
             if delay:
                 await asyncio.sleep(delay)
             chunk = pieces[at:at + self.block_size][:budget]
             budget -= len(chunk)
-            last = at + self.block_size >= len(pieces) or budget <= 0
+            text, hit = stopper.feed("".join(chunk))
+            last = hit or at + self.block_size >= len(pieces) or budget <= 0
             finish = None
             if last:
-                finish = "length" if budget <= 0 and at + len(chunk) < len(pieces) else (
+                finish = "stop" if hit else "length" if budget <= 0 and at + len(chunk) < len(pieces) else (
                     "tool_calls" if calls else "stop")
+                text += "" if hit else stopper.flush()
             yield Block(
-                text="".join(chunk), tokens=len(chunk), forward_passes=max(1, math.ceil(len(chunk) / self.tpf)),
+                text=text, tokens=len(chunk), forward_passes=max(1, math.ceil(len(chunk) / self.tpf)),
                 seconds_since_start=time.perf_counter() - start, ms=(time.perf_counter() - t0) * 1000, index=index,
-                tool_calls=calls if last else (), finish=finish,
-                prompt_tokens=self.count_tokens(request) if last else None,
+                tool_calls=calls if last and not hit else (), finish=finish,
+                prompt_tokens=self.count_tokens(request) if last else None, stop_sequence=stopper.hit,
             )
             if last:
                 return

@@ -10,7 +10,8 @@ from typing import Literal
 
 from clover_code.errors import ToolError, UserError
 from clover_code.eval.checks import CheckResult, CheckRunner
-from clover_code.sandbox.gitrun import Git
+from clover_code.sandbox.gitpython import SandboxedGit
+from clover_code.sandbox.gitrun import Git, Repository
 
 Format = Literal["sandbox", "exercism", "harbor"]
 # What a try's workspace never gets from a task's files, whatever the format (besides what no
@@ -77,14 +78,15 @@ class NeedsDocker(TaskError):
 def git_init(repo: Path, *, sandbox: bool = True) -> None:
     """Make `repo` a git repository whose one commit holds its files (the agent's git tools,
     undo checkpoints and a task's `git diff` against the start all need one). The sandboxed
-    runner makes it: the files are the task's, and git runs what a work tree's attributes
-    name. The identity goes as `-c` options: the runner passes no GIT_* variable through."""
-    git = Git(repo, sandbox=sandbox)
-    identity = ("-c", f"user.name={GIT_IDENTITY['GIT_AUTHOR_NAME']}",
-                "-c", f"user.email={GIT_IDENTITY['GIT_AUTHOR_EMAIL']}")
+    runner makes it (GitPython's commands, the runner its git): the files are the task's, and
+    git runs what a work tree's attributes name. The identity goes as `-c` options: the runner
+    passes no GIT_* variable through."""
+    repo = repo.resolve()
+    git = SandboxedGit(Git(repo, sandbox=sandbox), Repository(repo, repo / ".git", repo / ".git"), writable=(repo,))
     try:
-        for args in (("init", "-q", "-b", "main"), ("add", "-A"),
-                     (*identity, "commit", "-q", "--no-verify", "--allow-empty", "-m", "task as given")):
-            git.run(*args, writable=(repo,))
+        git.init("-q", "-b", "main")
+        git.add("-A")
+        git(c=[f"user.name={GIT_IDENTITY['GIT_AUTHOR_NAME']}", f"user.email={GIT_IDENTITY['GIT_AUTHOR_EMAIL']}"]
+            ).commit("-q", "--no-verify", "--allow-empty", "-m", "task as given")
     except ToolError as exc:
         raise TaskError(f"cannot make the workspace's repository: {exc}") from None

@@ -24,7 +24,8 @@ each part is there):
 
 Inside the workspace, .git and .clover stay read-only for commands: git runs in its own
 sandbox where the git dir is writable but its config and hooks are not, and .clover/
-holds project settings and session logs that the next session reads.
+holds project settings and session logs that the next session reads. So does the `.git` of
+each nested repository the index records, which git on the host steps into (gitlink_pins.py).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Literal
 
 from clover_code.errors import ToolError
+from clover_code.sandbox.gitlink_pins import NestedGitPins
 from clover_code.sandbox.own_dirs import own_dirs
 from clover_code.sandbox.policy import SandboxPolicy, passed_env, withheld_secrets
 from clover_code.sandbox.seccomp import SocketFilter, machine, program
@@ -249,12 +251,15 @@ def protected_inside(root: Path, names: tuple[str, ...] = PROTECTED) -> tuple[Pa
 
 
 def shell_argv(root: Path, cwd: Path, command: str, sandbox: bool, policy: SandboxPolicy,
-               socket_filter: SocketFilter) -> list[str]:
-    """run_shell's argv; refuses (ToolError) when a sandbox is wanted but impossible."""
+               socket_filter: SocketFilter, nested: NestedGitPins | None = None) -> list[str]:
+    """run_shell's argv; refuses (ToolError) when a sandbox is wanted but impossible. `nested`:
+    the index's nested repositories, kept as they are (gitlink_pins.py)."""
     argv = [SHELL, "-c", command]
     if not sandbox:
         return argv
-    return confined_argv(argv, cwd=cwd, writable=(root,), read_only=protected_inside(root), policy=policy,
+    nested = nested or NestedGitPins()
+    return confined_argv(argv, cwd=cwd, writable=(root, *nested.anchors),
+                         read_only=(*protected_inside(root), *nested.read_only), policy=policy,
                          socket_filter=socket_filter)
 
 

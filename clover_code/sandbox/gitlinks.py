@@ -6,6 +6,8 @@ its core.fsmonitor and filters. A nested repository the session's shell made is 
 to write, so none may reach the index: not through `git add -A` (git_commit), nor through a hook
 or filter writing the index while clover-code's git runs. The index is read again only when a
 run changed it (its stat), so a run that leaves it alone costs one stat.
+
+Those the index already records are kept as they are by gitlink_pins.py.
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ class IndexGitlinks:
         self.index = index
         self._stamp: Stamp | None = None
         self._links: frozenset[str] | None = None
+
+    @property
+    def links(self) -> frozenset[str]:
+        """The gitlinks as last read (none when the index could not be read)."""
+        return self._links or frozenset()
 
     def known(self, read: Reader) -> None:
         """Before a run: read the gitlinks again if the index changed since (the user's git)."""

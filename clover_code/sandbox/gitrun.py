@@ -9,8 +9,9 @@ misses the next one; so every git command runs sandboxed instead (docs/security.
 hooks and filters a user relies on still run, contained, with no network, no secrets and
 nothing writable but the work tree and git's own state in the git dir: what in it decides
 which programs git runs stays read-only and is checked after every run (gitdir_guard.py), and
-no run may record a nested repository in the index (gitlinks.py), so nothing run inside can
-plant a program for the user's next git on the host. Nor does clover-code's git step into
+no run may record a nested repository in the index (gitlinks.py) nor rewrite one it records
+(gitlink_pins.py), so nothing run inside can plant a program for the user's next git on the
+host. Nor does clover-code's git step into
 nested repositories (their filters and fsmonitor would run): no submodule recursion, and
 status and diff ignore what changed inside one.
 
@@ -26,6 +27,7 @@ from pathlib import Path
 from clover_code.errors import ToolError
 from clover_code.sandbox.bwrap import command_env, confined_argv, protected_inside
 from clover_code.sandbox.gitdir_guard import GitDirGuard
+from clover_code.sandbox.gitlink_pins import NestedGitPins, pins, planted_note
 from clover_code.sandbox.gitlinks import IndexGitlinks, NestedRepositoryError, gitlinks
 from clover_code.sandbox.limits import CommandLimits, kill_group, limit_note
 from clover_code.sandbox.policy import SandboxPolicy
@@ -48,8 +50,9 @@ TIMEOUT_S = 300.0  # a commit's hooks may run a test suite
 @dataclass(frozen=True)
 class GitResult:
     code: int
-    out: str
+    out: str  # as text: undecodable bytes replaced, line ends as "\n"
     err: str
+    raw: bytes = b""  # stdout exactly as git wrote it (objects, paths that are not UTF-8)
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,27 @@ class Git:
                             "workspace; the git tools only use the one the session started in")
         return found
 
+    def nested_pins(self) -> NestedGitPins:
+        """What keeps a command from the nested repositories the session's index records
+        (gitlink_pins.py); the index is read again (a git run) only when it changed."""
+        self.session_repository()
+        if self._index is not None:
+            self._index.known(self._read_gitlinks)
+        return self._pins()
+
+    def _pins(self) -> NestedGitPins:
+        """The pins of the gitlinks as last read (none before the repository was looked for)."""
+        if self._first is None or self._index is None or not self.sandbox:
+            return NestedGitPins()
+        return pins(self._first.top, self.root, self._index.links)
+
+    def session_repository(self) -> Repository | None:
+        """The repository as the session found it first (looked for now if not yet): no git run
+        once it has been looked for."""
+        if not self._looked:
+            self.repository()
+        return self._first
+
     def _discover(self) -> Repository | None:
         done = self.run("rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir",
                         writable=(), visible=_enclosing_top(self.root), check=False)
@@ -117,8 +141,13 @@ class Git:
         before = guard.state()
         if self._index is not None:
             self._index.known(self._read_gitlinks)
-        result = self._run_confined(args, writable=writable, read_only=(*guard.read_only(before), *read_only),
-                                    visible=visible, env=env, input=input, timeout=timeout, cwd=cwd or self.root)
+        nested = self._pins()
+        try:
+            result = self._run_confined(args, writable=writable, read_only=(*guard.read_only(before), *read_only),
+                                        visible=visible, env=env, input=input, timeout=timeout,
+                                        cwd=cwd or self.root, nested=nested)
+        finally:
+            made = nested.planted()
         planted = guard.undo(before)
         added = self._index.added(self._read_gitlinks) if self._index is not None else []
         if added:
@@ -126,6 +155,9 @@ class Git:
         if planted:
             raise ToolError(f"git {args[0]}: a program it ran changed what decides which programs git runs "
                             f"({', '.join(map(str, planted))}); removed, as git on the host would have run it")
+        if made:
+            raise ToolError(f"git {args[0]}: a program it ran made a repository in a nested repository's "
+                            f"place; {planted_note(made, self.root)}")
         if added:
             raise NestedRepositoryError(added)
         if check and result.code != 0:
@@ -134,13 +166,15 @@ class Git:
 
     def _run_confined(self, args: tuple[str, ...], *, writable: tuple[Path, ...], read_only: tuple[Path, ...],
                       visible: tuple[Path, ...], env: dict[str, str] | None, input: str | None, timeout: float,
-                      cwd: Path) -> GitResult:
+                      cwd: Path, nested: NestedGitPins | None = None) -> GitResult:
         argv = ["git", *SAFE_CONFIG, *args]
         full_env = {**self._env(), **(env or {})}
         with SocketFilter() as socket_filter:
             if self.sandbox:
-                writable = _outermost((self.root, *writable))
-                read_only = (*protected_inside(self.root, (".clover",)), *read_only)  # settings, logs
+                nested = nested or NestedGitPins()
+                writable = (*_outermost((self.root, *writable)), *nested.anchors)
+                # .clover: settings and logs; the index's nested repositories as they are
+                read_only = (*protected_inside(self.root, (".clover",)), *nested.read_only, *read_only)
                 argv = confined_argv(argv, cwd=cwd, writable=writable, read_only=read_only,
                                      visible=_outermost(visible), policy=self.policy, socket_filter=socket_filter)
             return self._execute(argv, cwd, full_env, input, timeout, socket_filter.pass_fds)
@@ -187,12 +221,12 @@ class Git:
         finally:
             limit.close()
         note = limit.memory_note(result.err)
-        return GitResult(result.code, result.out, f"{result.err}\n{note}") if note else result
+        return GitResult(result.code, result.out, f"{result.err}\n{note}", result.raw) if note else result
 
     def _communicate(self, argv: list[str], cwd: Path, env: dict[str, str], input: str | None,
                      timeout: float, limit: CommandLimits | None, pass_fds: tuple[int, ...]) -> GitResult:
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, env=env, text=True, errors="replace", pass_fds=pass_fds,
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, pass_fds=pass_fds,
                                     stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         except OSError as exc:
@@ -200,14 +234,20 @@ class Git:
         if limit:
             limit.start(proc.pid)
         try:
-            out, err = proc.communicate(input, timeout=timeout)
+            raw, raw_err = proc.communicate(None if input is None else input.encode(), timeout=timeout)
         except subprocess.TimeoutExpired:
             kill_group(proc.pid)
-            out, err = proc.communicate()
-            err += f"\n[git timed out after {timeout:g} s and was killed]"
+            raw, raw_err = proc.communicate()
+            raw_err += f"\n[git timed out after {timeout:g} s and was killed]".encode()
+        err = _text(raw_err)
         if limit and limit.hit(err):
             err += "\n" + limit_note(self.policy.max_processes, killed=limit.killed)
-        return GitResult(proc.returncode, out, err)
+        return GitResult(proc.returncode, _text(raw), err, raw)
+
+
+def _text(data: bytes) -> str:
+    """What a text-mode pipe would have read: UTF-8 with replacements, universal newlines."""
+    return data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _enclosing_top(root: Path) -> tuple[Path, ...]:

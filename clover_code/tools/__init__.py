@@ -3,27 +3,29 @@
 Each tool declares its arguments as a pydantic model: that model is the one source
 of its JSON schema and of argument validation. Description texts live in
 `prompts/tools/<name>.md` (installed as the package clover_code.prompts). The registry
-validates a call once and hands back a BoundCall: its kind, what the user approves and how
-it runs. Nothing raises past them: every failure comes back as a ToolResult or a message
-the model can read.
+validates a call once and hands back a BoundCall: its kind, what it touches (tools/touches.py),
+what the user approves and how it runs. Nothing raises past them: every failure comes back as
+a ToolResult or a message the model can read.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, get_args, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
 from clover_code import jsonsafe
 from clover_code.errors import ToolError as ToolError  # re-exported: tools raise it from here
-from clover_code.jsonsafe import JSONObject
+from clover_code.jsonsafe import JSON, JSONObject
 from clover_code.sandbox.policy import SandboxPolicy
+from clover_code.tools.touches import UNKNOWN, Touches
 
 if TYPE_CHECKING:
     from clover_code.sandbox.gitrun import Git
@@ -42,11 +44,34 @@ class ToolResult:
 
 
 class Tool(Protocol):
-    name: ClassVar[str]
-    kind: ClassVar[ToolKind]
-    Args: ClassVar[type[BaseModel]]
+    # Read-only members: a class attribute (the built-in tools) or one set per instance (an MCP
+    # server's tool, tools/mcp) both satisfy them.
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> ToolKind: ...
+    @property
+    def Args(self) -> type[BaseModel]: ...
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult: ...
+
+
+@runtime_checkable
+class Declaring(Protocol):
+    """A tool that says what a call touches (every tool of clover-code's own does)."""
+
+    def touches(self, args: BaseModel) -> Touches:
+        """The paths the call reads and writes and the command it runs; only from `args`
+        (nothing is looked up: the answer must not change between asking and running)."""
+        ...
+
+
+@runtime_checkable
+class SelfDescribed(Protocol):
+    """A tool that brings its own schema and description (an MCP server's tool), instead of an
+    Args model and a prompt text of clover-code's."""
+
+    def schema(self) -> JSONObject: ...
 
 
 @runtime_checkable
@@ -95,7 +120,9 @@ def tool_description(name: str) -> str:
 
 def tool_schema(tool: Tool) -> JSONObject:
     """OpenAI function-tool schema, from the tool's Args model and its prompt text."""
-    params = tool.Args.model_json_schema()
+    if isinstance(tool, SelfDescribed):
+        return tool.schema()
+    params = inline_refs(tool.Args.model_json_schema())
     params.pop("title", None)
     for prop in params.get("properties", {}).values():
         prop.pop("title", None)
@@ -103,6 +130,31 @@ def tool_schema(tool: Tool) -> JSONObject:
         "type": "function",
         "function": {"name": tool.name, "description": tool_description(tool.name), "parameters": params},
     }
+
+
+def inline_refs(schema: JSONObject) -> JSONObject:
+    """The schema with each `#/$defs/NAME` replaced by that definition (a nested model's, such as
+    todo_write's items): the call grammar and the model read one self-contained schema."""
+    defs = schema.pop("$defs", None)
+    if not isinstance(defs, dict):
+        return schema
+
+    def resolve(node: JSON, depth: int = 0) -> JSON:
+        if isinstance(node, list):
+            return [resolve(item, depth) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and depth < 8:  # a self-referring one stops
+            found = defs.get(ref.removeprefix("#/$defs/"))
+            if isinstance(found, dict):
+                return resolve(found, depth + 1)
+        # a title pydantic gives every model and field says nothing the name does not
+        return {key: resolve(value, depth) for key, value in node.items()
+                if not (key == "title" and isinstance(value, str))}
+
+    resolved = resolve(schema)
+    return resolved if isinstance(resolved, dict) else schema
 
 
 @dataclass(frozen=True)
@@ -116,7 +168,20 @@ class BoundCall:
     @property
     def kind(self) -> ToolKind:
         kind = self.tool.kind
-        return kind if kind in TOOL_KINDS else "shell"  # a kind no one knows is treated as the riskiest
+        if kind not in TOOL_KINDS:
+            return "shell"  # a kind no one knows is treated as the riskiest
+        if kind == "read" and not isinstance(self.tool, Declaring):
+            return "edit"  # what it writes is unknown: it is not free to run as a read is
+        return kind
+
+    @functools.cached_property
+    def touches(self) -> Touches:
+        if not isinstance(self.tool, Declaring):
+            return UNKNOWN
+        try:
+            return self.tool.touches(self.args)
+        except Exception:  # a declaration that fails vouches for nothing (and must not end the session)
+            return UNKNOWN
 
     @property
     def arguments(self) -> JSONObject:
@@ -148,6 +213,13 @@ class BoundCall:
 class Registry:
     def __init__(self, tools: list[Tool]):
         self.tools = {t.name: t for t in tools}
+
+    def add(self, tools: list[Tool]) -> list[Tool]:
+        """Add tools that arrive later (an MCP server's, once it is up); those whose name is
+        taken are left out. The ones added."""
+        added = [t for t in tools if t.name not in self.tools]
+        self.tools.update({t.name: t for t in added})
+        return added
 
     def schemas(self) -> list[JSONObject]:
         return [tool_schema(t) for t in self.tools.values()]
@@ -186,7 +258,7 @@ class Registry:
 # The tool families: each module at the top of clover_code/tools/ exports TOOLS: list[Tool]
 # (the subpackages hold what they are built on). Imported on demand so that
 # `import clover_code.tools` stays light; a family that fails to import is a bug, not a skip.
-TOOL_MODULES = ("files", "search", "code", "shell", "git")
+TOOL_MODULES = ("files", "search", "code", "shell", "git", "todo")
 
 
 def default_registry() -> Registry:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from clover_code.tools import ToolContext, ToolError, ToolResult
 from clover_code.tools.codemap.ranking import CodeMap
 from clover_code.tools.codemap.tags import EXTENSIONS, language_for
+from clover_code.tools.touches import ROOT, Touches
 from clover_code.tools.workspace.listing import rg_files
 
 
@@ -48,6 +49,9 @@ class Symbols:
         path: str = Field(".", description="A source file, or a directory to search, relative to the workspace root.")
         name: str | None = Field(None, description="Only definitions whose name contains this (case-insensitive).")
         limit: int = Field(300, ge=1, le=5000, description="Most definitions to show.")
+
+    def touches(self, args: Args) -> Touches:
+        return Touches(reads=(args.path,))
 
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         target = ctx.workspace.resolve(args.path)
@@ -94,6 +98,10 @@ class RepoMap:
             default_factory=list, description="Names the task is about (functions, classes)."
         )
         max_tokens: int = Field(1024, ge=64, le=32_000, description="Token budget of the map.")
+
+    def touches(self, args: Args) -> Touches:
+        """The whole tree is read; the focus files are what the map is about."""
+        return Touches(reads=(ROOT, *args.focus))
 
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         ws = ctx.workspace

@@ -16,7 +16,8 @@ from typing import ClassVar, Generic, TypeVar
 from pydantic import BaseModel, Field
 
 from clover_code.tools import ToolContext, ToolError, ToolKind, ToolResult, WorkspaceAccess
-from clover_code.tools.workspace.patch import Change, parse_patch, plan_patch
+from clover_code.tools.touches import UNKNOWN, Touches
+from clover_code.tools.workspace.patch import Change, parse_patch, patch_paths, plan_patch
 from clover_code.tools.workspace.textdiff import closest_region, unified_diff
 from clover_code.tools.workspace.textfile import (
     MAX_LINE_CHARS,
@@ -67,6 +68,9 @@ class ReadFile:
         offset: int = Field(1, ge=1, description="First line to show (1-based). Default 1.")
         limit: int = Field(DEFAULT_LIMIT, ge=1, description=f"Most lines to show. Default {DEFAULT_LIMIT}.")
 
+    def touches(self, args: Args) -> Touches:
+        return Touches(reads=(args.path,))
+
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         return await asyncio.to_thread(self.read, args, ctx.workspace)  # big files must not stall the UI
 
@@ -113,6 +117,9 @@ class _EditTool(Generic[A]):
     Args: ClassVar[type[BaseModel]]
 
     def plan(self, args: A, ws: WorkspaceAccess) -> list[Change]:
+        raise NotImplementedError
+
+    def touches(self, args: A) -> Touches:
         raise NotImplementedError
 
     def preview(self, args: A, ctx: ToolContext) -> str:
@@ -171,6 +178,9 @@ class WriteFile(_EditTool[WriteFileArgs]):
     name: ClassVar[str] = "write_file"
     Args = WriteFileArgs
 
+    def touches(self, args: WriteFileArgs) -> Touches:
+        return Touches(writes=(args.path,))
+
     def plan(self, args: WriteFileArgs, ws: WorkspaceAccess) -> list[Change]:
         path = ws.resolve_for_write(args.path)
         if path.is_dir():
@@ -199,6 +209,9 @@ class EditFileArgs(BaseModel):
 class EditFile(_EditTool[EditFileArgs]):
     name: ClassVar[str] = "edit_file"
     Args = EditFileArgs
+
+    def touches(self, args: EditFileArgs) -> Touches:
+        return Touches(reads=(args.path,), writes=(args.path,))
 
     def plan(self, args: EditFileArgs, ws: WorkspaceAccess) -> list[Change]:
         if args.old_string == args.new_string:
@@ -256,6 +269,15 @@ class ApplyPatchArgs(BaseModel):
 class ApplyPatch(_EditTool[ApplyPatchArgs]):
     name: ClassVar[str] = "apply_patch"
     Args = ApplyPatchArgs
+
+    def touches(self, args: ApplyPatchArgs) -> Touches:
+        """From the parse that applies the patch, so no header is read one way here and another
+        way when it runs; a patch that does not parse vouches for no path (and fails when run)."""
+        try:
+            ops = parse_patch(args.patch)
+        except ToolError:
+            return UNKNOWN
+        return Touches(reads=tuple(op.path for op in ops if op.kind != "add"), writes=tuple(patch_paths(ops)))
 
     def plan(self, args: ApplyPatchArgs, ws: WorkspaceAccess) -> list[Change]:
         changes, failure = plan_patch(parse_patch(args.patch), ws)

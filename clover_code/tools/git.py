@@ -1,6 +1,8 @@
 """Git tools: status, diff, log, commit; and turn checkpoints for undo.
 
-Every git command runs through sandbox/gitrun.py, inside the sandbox. git_commit never
+Every git command runs through sandbox/gitrun.py, inside the sandbox; what git reports as
+data (the changes of a commit) comes as GitPython's objects, from that same git
+(sandbox/gitpython.py). git_commit never
 amends, pushes or rewrites history: it only adds a new commit on the current branch, and never
 one that records a nested repository (git on the host would run that repository's settings):
 a commit a hook made so is taken back.
@@ -14,15 +16,18 @@ from collections.abc import Callable
 from pydantic import BaseModel, Field
 
 from clover_code.sandbox.gitlinks import GITLINK_MODE, NestedRepositoryError
+from clover_code.sandbox.gitpython import SandboxedRepo, diff_trees
 from clover_code.sandbox.gitrun import NO_NESTED, Git, GitResult, Repository
 from clover_code.tools import ToolContext, ToolError, ToolResult
 from clover_code.tools.shell import OutputCap
+from clover_code.tools.touches import ROOT, Touches
 from clover_code.tools.workspace.checkpoints import Checkpoints
 
 __all__ = ["TOOLS", "Checkpoints", "GitCommit", "GitDiff", "GitLog", "GitStatus", "workspace_git"]
 
 DIFF_HEAD_BYTES, DIFF_TAIL_BYTES = 40_000, 10_000
 STATUS_LINES = 400
+GITLINK = int(GITLINK_MODE, 8)  # a nested repository's mode, as GitPython's diffs give modes
 
 
 def workspace_git(ctx: ToolContext) -> Git:
@@ -43,6 +48,14 @@ class _Git:
                 "(the user can run `git init` to make one)"
             )
         self.repository: Repository = repository
+        self._repo: SandboxedRepo | None = None
+
+    @property
+    def repo(self) -> SandboxedRepo:
+        """The repository as GitPython's objects, its git the same sandboxed runner."""
+        if self._repo is None:
+            self._repo = SandboxedRepo(self.git, self.repository)
+        return self._repo
 
     def run(self, *args: str, check: bool = True) -> GitResult:
         """git in the repository's top folder: paths in its output as `git status` shows them."""
@@ -73,6 +86,9 @@ class GitStatus:
     class Args(BaseModel):
         pass
 
+    def touches(self, args: Args) -> Touches:
+        return Touches(reads=(ROOT,))
+
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         def status(g: _Git) -> ToolResult:
             lines = g.out("status", NO_NESTED, "--short", "--branch").splitlines()
@@ -97,6 +113,9 @@ class GitDiff:
         staged: bool = Field(False, description="Show staged changes (the index against HEAD) "
                              "instead of unstaged ones (the work tree against the index).")
         path: str | None = Field(None, description="Limit the diff to this file or directory.")
+
+    def touches(self, args: Args) -> Touches:
+        return Touches(reads=(args.path or ROOT,))
 
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         def diff(g: _Git) -> ToolResult:
@@ -123,6 +142,9 @@ class GitLog:
         n: int = Field(10, ge=1, le=200, description="How many commits to show, newest first.")
         path: str | None = Field(None, description="Only commits that touched this file or directory.")
 
+    def touches(self, args: Args) -> Touches:
+        return Touches(reads=(args.path or ROOT,))
+
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         def log(g: _Git) -> ToolResult:
             if not g.has_commits():
@@ -145,6 +167,10 @@ class GitCommit:
             None, description="Commit only these files or directories (new, changed or deleted); "
             "default: every change in the work tree."
         )
+
+    def touches(self, args: Args) -> Touches:
+        """It reads the files it commits and writes the repository's history, not the work tree."""
+        return Touches(reads=tuple(args.paths or (ROOT,)), label=args.message)
 
     async def preview(self, args: Args, ctx: ToolContext) -> str:
         """What is approved: the message and the files the commit would take, as `git status
@@ -218,10 +244,8 @@ def _take_back_nested(g: _Git, before: str) -> None:
     after = _head(g)
     if not after or after == before:
         return
-    fields = g.out("diff-tree", "-r", "-z", "--no-commit-id", "--no-renames",
-                   *([before] if before else ["--root"]), after).split("\0")
-    nested = [path for meta, path in zip(fields[::2], fields[1::2], strict=False)
-              if meta.split(" ")[1:2] == [GITLINK_MODE] and not meta.startswith(f":{GITLINK_MODE} ")]
+    nested = [change.b_path for change in diff_trees(g.repo, before or None, after)
+              if change.b_mode == GITLINK and change.a_mode != GITLINK and change.b_path]
     if not nested:
         return
     ref = g.run("symbolic-ref", "-q", "HEAD", check=False).out.strip() or "HEAD"

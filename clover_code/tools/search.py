@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from clover_code.tools import ToolContext, ToolError, ToolResult
+from clover_code.tools.touches import Touches
 from clover_code.tools.workspace.listing import RG_COMMON, prefixed, rg_binary, rg_files
 
 
@@ -53,6 +54,9 @@ class ListFiles:
         )
         limit: int = Field(500, ge=1, le=20_000, description="Most entries to show.")
 
+    def touches(self, args: Args) -> Touches:
+        return Touches(reads=(args.path,))
+
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         where, rel_dir = _directory(ctx, args.path)
         files = await rg_files(where, ".")
@@ -91,6 +95,9 @@ class Glob:
         path: str = Field(".", description="Directory to search from, relative to the workspace root.")
         limit: int = Field(500, ge=1, le=20_000, description="Most paths to show.")
 
+    def touches(self, args: Args) -> Touches:
+        return Touches(reads=(args.path,), label=args.pattern)
+
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         import pathspec
 
@@ -116,6 +123,9 @@ class Grep:
         context: int = Field(0, ge=0, le=20, description="Lines of context around each match.")
         files_only: bool = Field(False, description="List only the files that match.")
         max_matches: int = Field(200, ge=1, le=5000, description="Stop after this many matches.")
+
+    def touches(self, args: Args) -> Touches:
+        return Touches(reads=(args.path,), label=args.pattern)
 
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         target = ctx.workspace.resolve(args.path)

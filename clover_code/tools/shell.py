@@ -16,10 +16,12 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from clover_code.sandbox.bwrap import command_env, shell_argv
+from clover_code.sandbox.gitlink_pins import planted_note
 from clover_code.sandbox.limits import CommandLimits, kill_group, limit_note
 from clover_code.sandbox.policy import SandboxPolicy
 from clover_code.sandbox.seccomp import SocketFilter
 from clover_code.tools import ToolContext, ToolError, ToolResult
+from clover_code.tools.touches import ROOT, Touches
 
 HEAD_BYTES = 16_000  # kept from the start of the output
 TAIL_BYTES = 16_000  # kept from its end
@@ -174,6 +176,10 @@ class RunShell:
             "can only lower the configured limit (default 120)."
         )
 
+    def touches(self, args: Args) -> Touches:
+        """A command may read and write anywhere in the workspace, whatever its cwd."""
+        return Touches(reads=(ROOT,), writes=(ROOT,), runs=args.command)
+
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
         if not args.command.strip():
             raise ToolError("command is empty")
@@ -182,22 +188,29 @@ class RunShell:
         if not cwd.is_dir():
             raise ToolError(f"cwd {args.cwd!r} is not a directory in the workspace")
         limit = min(args.timeout or ctx.shell_timeout, ctx.shell_timeout)
+        nested = await asyncio.to_thread(ctx.git.nested_pins) if ctx.git is not None and ctx.sandbox else None
         with SocketFilter() as socket_filter:
-            argv = shell_argv(workspace.root, cwd, args.command, ctx.sandbox, ctx.policy, socket_filter)
+            argv = shell_argv(workspace.root, cwd, args.command, ctx.sandbox, ctx.policy, socket_filter, nested)
             if ctx.checkpoints is not None:  # shell commands change files too: keep undo possible
                 try:
                     await asyncio.to_thread(ctx.checkpoints.ensure)
                 except ToolError as exc:
                     raise ToolError(f"{exc}; the command was not run, as it could not be undone") from None
-            outcome = await run_command(argv, cwd, command_env(ctx.policy, ctx.sandbox), limit,
-                                        ctx.policy if ctx.sandbox else None, ctx.on_output, socket_filter.pass_fds)
+            try:
+                outcome = await run_command(argv, cwd, command_env(ctx.policy, ctx.sandbox), limit,
+                                            ctx.policy if ctx.sandbox else None, ctx.on_output,
+                                            socket_filter.pass_fds)
+            finally:  # the sandbox is gone by now (its PID namespace ends with it), cancelled or not
+                made = nested.planted() if nested is not None else []
         status = _status_line(outcome, limit, ctx)
+        if made:
+            status = f"[{planted_note(made, workspace.root)}]\n{status}"
         body = outcome.output if outcome.output.strip() else "(no output)\n"
         text = body if body.endswith("\n") else body + "\n"
         data = {"exit_code": outcome.exit_code, "timed_out": outcome.timed_out,
                 "sandboxed": ctx.sandbox, "cut_bytes": outcome.cut_bytes,
                 "over_process_limit": outcome.over_process_limit}
-        ok = outcome.exit_code == 0 and not outcome.timed_out and not outcome.killed_at_limit
+        ok = outcome.exit_code == 0 and not outcome.timed_out and not outcome.killed_at_limit and not made
         return ToolResult(ok, text + status, data)
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import time
@@ -28,11 +27,13 @@ from typing import TYPE_CHECKING, TextIO
 from clover_code import jsonsafe
 from clover_code.agent import events as ev
 from clover_code.agent.redact import Redactor
+from clover_code.agent.todos import checklist
 from clover_code.engine import EngineInfo, ToolCall
 from clover_code.engine.tally import BlockTally
 from clover_code.errors import UserError
 from clover_code.jsonsafe import JSONObject
 from clover_code.settings import Settings
+from clover_code.tools.touches import Touches
 from clover_code.ui import signal_exit
 from clover_code.ui.exit_codes import (
     EXIT_CODES,
@@ -142,20 +143,9 @@ class Tally:
 
 # ---------------------------------------------------------------- progress on stderr
 
-def call_summary(call: ToolCall, width: int = 80) -> str:
-    """`read_file numkit/stats.py`: the tool and its most telling argument."""
-    try:
-        args = jsonsafe.loads(call.arguments or "{}")
-    except (json.JSONDecodeError, TypeError):
-        args = None
-    detail = ""
-    if isinstance(args, dict):
-        for key in ("command", "path", "pattern", "message", "query", "paths"):
-            if args.get(key):
-                value = args[key]
-                detail = " ".join(map(str, value)) if isinstance(value, list) else str(value)
-                break
-    detail = " ".join(detail.split())
+def call_summary(call: ToolCall, touches: Touches | None, width: int = 80) -> str:
+    """`read_file numkit/stats.py`: the tool and what its tool says the call touches."""
+    detail = " ".join((touches.summary if touches is not None else "").split())
     if len(detail) > width:
         detail = detail[: width - 1] + "…"
     return f"{call.name} {detail}".rstrip()
@@ -178,6 +168,7 @@ class Progress:
         self.show_text = show_text
         self.redactor = redactor or Redactor()
         self.line_start = True
+        self.touches: dict[str, Touches] = {}  # per call id, as its ToolCallParsed or ToolStarted says
 
     def write(self, text: str) -> None:
         """The one way to stderr: secrets redacted, terminal controls shown, never raw."""
@@ -197,16 +188,25 @@ class Progress:
         if isinstance(event, ev.TextDelta):
             if self.show_text:
                 self.write(event.text)
+        elif isinstance(event, (ev.ToolCallParsed, ev.ToolStarted)) and event.touches is not None:
+            self.touches[event.call.id] = event.touches
         elif isinstance(event, ev.ToolFinished):
             mark = "✓" if event.ok else "✗"
             why = "" if event.ok else ": " + failure_reason(event)
-            self.line(f"  {mark} {call_summary(event.call)} ({event.seconds * 1000:.0f} ms){why}")
+            what = call_summary(event.call, self.touches.pop(event.call.id, None))
+            self.line(f"  {mark} {what} ({event.seconds * 1000:.0f} ms){why}")
         elif isinstance(event, ev.ApprovalAnswered) and event.answer == "no":
-            self.line(f"  - declined {call_summary(event.call)} (no one to ask; see --approval)")
+            what = call_summary(event.call, self.touches.get(event.call.id))
+            self.line(f"  - declined {what} (no one to ask; see --approval)")
+        elif isinstance(event, ev.TodosChanged):
+            self.line("\n".join([f"  todo ({event.done}/{len(event.items)} done):",
+                                  *(f"    {line}" for line in checklist(event))]))
         elif isinstance(event, ev.Compacted):
             self.line(f"  · context compacted: {event.tokens_before} -> {event.tokens_after} tokens")
         elif isinstance(event, ev.Notice):
             self.line(f"note: {event.text}")
+        elif isinstance(event, ev.HookRan) and event.outcome != "ok":
+            self.line(f"  hook {event.event} {event.outcome.replace('_', ' ')}: {event.message}")
         elif isinstance(event, ev.ErrorEvent):
             self.line(f"error: {event.message}")
 
@@ -330,10 +330,8 @@ async def drive(agent: Agent, task: str, output: Output) -> tuple[int, ExitReaso
         for sig in signal_exit.SIGNALS:
             loop.remove_signal_handler(sig)
         signal_exit.catch_signals()
-        if not interrupted:  # the process ends now: no waiting for an engine to wind down
-            await agent.engine.aclose()
-        if agent.session is not None:
-            agent.session.close()
+        # Interrupted, the process ends now: no waiting for an engine to wind down.
+        await agent.aclose(engine=not interrupted)
     return exit_for(output.tally, interrupted)
 
 
@@ -405,6 +403,7 @@ def _prepare(args: argparse.Namespace, settings: Settings, cwd: Path, build_agen
         return _fail(output, EXIT_USAGE, "bad_input", str(exc), extra)
     for notice in settings.notices:
         output.progress.line(f"note: {notice}")
+    task = _expand_command(task, cwd, output)
     try:
         agent = _build(settings, cwd, args.resume, build_agent, output)
     except UsageError as exc:
@@ -414,6 +413,17 @@ def _prepare(args: argparse.Namespace, settings: Settings, cwd: Path, build_agen
     extra["session_id"] = agent.session.id if agent.session is not None else None
     extra.update(engine_facts(agent.engine.info))
     return agent, task
+
+
+def _expand_command(task: str, cwd: Path, output: Output) -> str:
+    """A task `/name args` naming a custom command is the prompt that command makes, as typed in the TUI."""
+    from clover_code.agent.custom_commands import expand_line
+
+    expanded = expand_line(task, cwd)
+    if expanded is not None:
+        output.progress.line(f"clover-code: {visible(task.split()[0])} expanded (a custom command)")
+        return expanded
+    return task
 
 
 def _build(settings: Settings, cwd: Path, resume: str | None, build_agent: AgentBuilder, output: Output) -> Agent:

@@ -17,6 +17,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as installed
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TextIO
 
@@ -117,7 +119,12 @@ def check_git() -> Check:
     version = _first_line(["git", "--version"])
     if version is None:
         return Check("git", "fail", "git not found", fix="install git (the git tools and /undo need it)")
-    return Check("git", "ok", version)
+    try:  # the package's metadata, not an import: GitPython's import would look for git itself
+        layer = f"GitPython {installed('GitPython')}, running the sandboxed git"
+    except PackageNotFoundError:
+        return Check("git", "fail", f"{version}; GitPython is not installed",
+                     fix="reinstall clover-code (pip install clover-code pulls GitPython in)")
+    return Check("git", "ok", f"{version}; {layer}")
 
 
 def check_ripgrep() -> Check:
@@ -235,6 +242,48 @@ def _home(path: Path) -> str:
 
 # -- the command --------------------------------------------------------------------------
 
+# -- MCP servers and hooks -------------------------------------------------------------------
+
+def check_mcp(settings: Settings, cwd: Path) -> list[Check]:
+    """Per MCP server of the user's config: whether it starts and lists its tools (each started,
+    then stopped, at once)."""
+    import asyncio
+
+    from clover_code.wiring.assemble import mcp_servers
+
+    servers = mcp_servers(settings, cwd)
+    if not servers:
+        return []
+
+    async def start_all() -> None:
+        await servers.settled()
+        await servers.stop()
+
+    asyncio.run(start_all())
+    checks = []
+    for c in servers.connections:
+        name = f"mcp {c.spec.name}"
+        if c.state == "disabled":
+            checks.append(Check(name, "ok", "disabled (enabled = false)", (c.spec.shown,)))
+        elif c.state == "stopped":  # it started, listed its tools, and was stopped again
+            tools = ", ".join(t.name for t in c.tools) or "no tools"
+            checks.append(Check(name, "ok", f"starts; {len(c.tools)} tools", (c.spec.shown, tools)))
+        else:
+            checks.append(Check(name, "fail", c.error or c.state, (c.spec.shown,),
+                                fix=f"check [mcp_servers.{c.spec.name}] in your config"))
+    return checks
+
+
+def check_hooks(settings: Settings) -> list[Check]:
+    if not settings.hooks:
+        return []
+    from clover_code.agent.hooks import parse_hooks
+
+    table = parse_hooks(settings.hooks)
+    lines = tuple(f"{event}: {spec.command}" for event, specs in table.items() for spec in specs)
+    return [Check("hooks", "ok", f"{len(lines)} from your config; they run as you, outside the sandbox", lines)]
+
+
 def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     from clover_code.wiring.flags import flag_values, settings_for
 
@@ -246,7 +295,8 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         return 1
     flags = {k: v for k, v in flag_values("doctor", args).items() if v is not None}
     checks = [check_sandbox(settings), check_git(), check_ripgrep(), *check_engine(settings, flags),
-              check_compute(settings), check_config(cwd, settings.notices)]
+              check_compute(settings), check_config(cwd, settings.notices), *check_hooks(settings),
+              *check_mcp(settings, cwd)]
     _print(out, checks)
     return 1 if any(c.status == "fail" for c in checks) else 0
 

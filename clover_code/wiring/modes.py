@@ -22,7 +22,7 @@ def run_tui(args: argparse.Namespace) -> int:
     from clover_code.ui.tui.app import run_app
     from clover_code.wiring.assemble import build_agent
 
-    return run_app(settings, cwd, build_agent, resume=args.resume)
+    return run_app(settings, cwd, build_agent, resume=args.resume, prompt=args.prompt)
 
 
 def run_headless(args: argparse.Namespace) -> int:

@@ -1,4 +1,5 @@
-"""`clover-code serve`: flags, environment and config become a served embedded engine."""
+"""`clover-code serve`: flags, environment and config become a served engine: the embedded one
+on a checkpoint, or with --engine a remote server it translates for, or scripted replies."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from clover_code.config import ENV_VARS, user_config_path
 from clover_code.engine import EngineError
 from clover_code.settings import ConfigError, Settings
 from clover_code.ui.exit_codes import EXIT_ENGINE, EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from clover_code.wiring.flags import settings_for
+from clover_code.wiring.flags import check_engine, settings_for
 
 # Descriptors besides the connections and the listen backlog: model files, logs, the event loop.
 SPARE_DESCRIPTORS = 64
@@ -36,12 +37,27 @@ def run_serve(args: argparse.Namespace) -> int:
         return _refuse(f"refusing to listen on {args.host} without an API key: anyone who can reach the port "
                        "could use the model. Pass --api-key KEY or set CLOVER_SERVE_API_KEY (clients then send "
                        f"'Authorization: Bearer KEY'), or keep the default --host 127.0.0.1{ignored}.")
-    if not settings.model:
-        return _refuse("pass --model DIR (a local checkpoint folder), set CLOVER_MODEL or `model` in your config")
+    engine = args.engine or "embedded"  # never the config's endpoint: serve serves a model it runs or names
+    if problem := _engine_problem(engine, settings):
+        return _refuse(problem)
     if client_key and not api_key:
         print(f"clover-code serve: this server requires no API key{ignored}; to require one, pass --api-key "
               "or set CLOVER_SERVE_API_KEY", file=sys.stderr)
-    return _serve(args, dataclasses.replace(settings, engine="embedded"), api_key)
+    return _serve(args, dataclasses.replace(settings, engine=engine), api_key)
+
+
+def _engine_problem(engine: str, settings: Settings) -> str | None:
+    """What the chosen engine lacks: embedded a checkpoint, remote an endpoint; else None."""
+    try:
+        check_engine(engine)
+    except ConfigError as exc:
+        return str(exc)
+    if engine == "embedded" and not settings.model:
+        return "pass --model DIR (a local checkpoint folder), set CLOVER_MODEL or `model` in your config"
+    if engine == "remote" and not settings.endpoint:
+        return ("--engine remote translates for another server: pass --endpoint URL (its OpenAI-compatible base, "
+                "e.g. http://gpu-box:30000/v1) or set CLOVER_ENDPOINT")
+    return None
 
 
 def _serve(args: argparse.Namespace, settings: Settings, api_key: str | None) -> int:

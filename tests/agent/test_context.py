@@ -2,20 +2,21 @@
 
 import asyncio
 
-from agent_helpers import call, collect
-
 from clover_code.agent.context import SUMMARY_HEADER, Conversation, digest
 from clover_code.agent.events import (
     BlockCommitted,
     Compacted,
+    Notice,
     TextDelta,
     ToolCallParsed,
     ToolFinished,
     UserMessage,
 )
+from clover_code.agent.session import SessionLog
 from clover_code.engine import Block, ToolCall
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.tools import Registry, default_registry
+from tests.support.agent import call, collect
 
 
 def small_registry() -> Registry:
@@ -57,10 +58,55 @@ def test_manual_compact_keeps_the_last_exchange(make_agent):
     assert [m["role"] for m in agent.conversation.messages] == ["user", "assistant"]
 
 
+async def compaction_events(agent) -> tuple[list, list]:
+    """The events of /compact, and what the conversation had compacted as each one arrived."""
+    events, compactions_seen = [], []
+    async for event in agent.compaction():
+        events.append(event)
+        compactions_seen.append(len(agent.conversation.compactions))
+    return events, compactions_seen
+
+
+def test_a_compaction_that_does_not_shrink_is_discarded_with_a_note(make_agent, tmp_path):
+    long_summary = {"content": "A summary that says more than the talk did. " * 40, "delay": 0.01}
+    session = SessionLog(tmp_path / "session.jsonl")
+    agent = make_agent(["One.", "Two.", long_summary, "Three."], session=session)
+    asyncio.run(collect(agent, "first"))
+    asyncio.run(collect(agent, "second"))
+    messages, tokens = list(agent.conversation.messages), agent.conversation.tokens(agent.engine)
+    events, compactions_seen = asyncio.run(compaction_events(agent))
+    assert [type(e) for e in events] == [Notice, Notice]
+    assert events[0].text.startswith("Compacting the conversation: summarising 3 earlier messages")
+    assert compactions_seen[0] == 0  # the note came while the model wrote the summary
+    assert "Compaction discarded" in events[1].text and "the conversation stays as it was" in events[1].text
+    assert agent.conversation.messages == messages and agent.conversation.compactions == []
+    assert agent.conversation.tokens(agent.engine) == tokens
+    assert not [e for e in session.events() if isinstance(e, Compacted)]
+    asyncio.run(collect(agent, "third"))  # the model still reads the whole talk
+    assert [m["content"] for m in agent.engine.requests[-1].messages[1:]][:4] == ["first", "One.", "second", "Two."]
+
+
+def test_a_compaction_that_shrinks_is_kept_and_said_to_run_first(make_agent):
+    agent = make_agent(["One. " * 200, "Two.", {"content": "The user asked twice.", "delay": 0.01}])
+    asyncio.run(collect(agent, "first"))
+    asyncio.run(collect(agent, "second"))
+    events, compactions_seen = asyncio.run(compaction_events(agent))
+    assert [type(e) for e in events] == [Notice, Compacted] and compactions_seen == [0, 1]
+    assert events[1].tokens_after < events[1].tokens_before
+    assert agent.conversation.messages[0]["content"].endswith("The user asked twice.")
+
+
+def test_nothing_to_compact_says_so(make_agent):
+    agent = make_agent([])
+    events, _ = asyncio.run(compaction_events(agent))
+    assert [type(e) for e in events] == [Notice] and "Nothing to compact" in events[0].text
+    assert agent.engine.requests == []  # no summary was asked for
+
+
 def test_summary_falls_back_to_a_digest_when_the_model_fails(make_agent):
     engine = ScriptedEngine(["Hello there."])  # no reply left for the summary
     agent = make_agent(None, engine=engine)
-    asyncio.run(collect(agent, "say hello"))
+    asyncio.run(collect(agent, "say hello " * 100))  # the digest keeps its first 300 characters
     compacted = asyncio.run(agent.compact())
     assert compacted.dropped_messages == 1 and "- say hello" in compacted.summary
 

@@ -6,11 +6,11 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from agent_helpers import call, collect
 
 from clover_code.agent.degeneration import WINDOW, DegenerationWatch, degenerate
 from clover_code.agent.events import BlockCommitted, Notice, ToolFinished, TurnFinished
 from clover_code.engine.scripted import ScriptedEngine
+from tests.support.agent import call, collect
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,6 @@ model writes (noise, broken markup, nothing), every task ends with a TurnFinishe
 import asyncio
 
 import pytest
-from agent_helpers import RecordingApprover, collect
 
 from clover_code.agent.context import Conversation
 from clover_code.agent.events import (
@@ -20,6 +19,7 @@ from clover_code.agent.permissions import Permissions
 from clover_code.engine import ChatRequest, ToolCall, make_engine
 from clover_code.tools import Registry, ToolContext, default_registry
 from clover_code.tools.workspace import Workspace
+from tests.support.agent import RecordingApprover, collect
 
 
 @pytest.mark.parametrize("ckpt", ["tiny_attention_ckpt", "tiny_hybrid_ckpt"])

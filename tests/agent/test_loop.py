@@ -5,17 +5,19 @@ import json
 import subprocess
 import time
 
-from agent_helpers import call, collect, kinds
-
+from clover_code.agent.context import Conversation
 from clover_code.agent.events import (
     BlockCommitted,
     ErrorEvent,
+    TextDelta,
     ToolCallParsed,
     ToolFinished,
     ToolStarted,
     TurnFinished,
 )
+from clover_code.agent.session import SessionLog
 from clover_code.engine.scripted import ScriptedEngine
+from tests.support.agent import call, collect, kinds
 
 CALC = "def add(a, b):\n    return a - b\n"
 
@@ -102,6 +104,26 @@ def test_bad_output_becomes_tool_results(make_agent):
     assert '"path": </tool_call>' in assistant["content"]  # malformed markup kept for the model to see
     assert [c["function"]["name"] for c in assistant["tool_calls"]] == ["no_such_tool", "read_file"]
     assert [m["role"] for m in messages[3:]] == ["tool"] * 3
+
+
+def test_markup_debris_reaches_no_reader_and_prose_after_a_call_stays(make_agent, git_repo, tmp_path):
+    debris = '"}}\n</tool_call>}}'  # what a model may write after a closed call
+    session = SessionLog(tmp_path / "session.jsonl")
+    agent = make_agent(["Reading it. " + call("read_file", path="README.md") + debris + " It says hello. </tool_c",
+                        "Done.</tool_call>\n}}"], session=session)
+    events = asyncio.run(collect(agent, "read the readme"))
+    assert events[-1].reason == "done"
+    shown = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert shown.split() == ["Reading", "it.", "It", "says", "hello.", "Done."], shown
+    assert [e.ok for e in events if isinstance(e, ToolFinished)] == [True]
+    contents = [m["content"] for m in agent.conversation.messages if m["role"] == "assistant"]
+    assert contents == ["Reading it. It says hello.", "Done."]
+    raw = "".join(e.block.text for e in events if isinstance(e, BlockCommitted))
+    assert debris in raw  # the log keeps every byte the model wrote
+    replayed = Conversation(agent.conversation.system, agent.conversation.tools)
+    for event in session.events():
+        replayed.apply(event)
+    assert replayed.messages == agent.conversation.messages
 
 
 def test_call_cut_off_by_max_tokens(make_agent, git_repo):

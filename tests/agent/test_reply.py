@@ -46,3 +46,11 @@ def test_a_call_cut_by_max_tokens_says_so():
     _, parts = read('<tool_call>{"name": "write_file", "arguments": {"path": "a", "content": "x', finish="length")
     (call,) = parts
     assert call.parsed.call is None and "max_tokens (100)" in call.parsed.error
+
+
+def test_markup_debris_is_no_part_and_prose_after_a_call_stays():
+    raw = RAW.replace(" Done.", '"}}</tool_call>\n}} Done. The {} in f() stays.</tool_response><|im_end|></tool_c')
+    for size in (1, 2, 5, 13, len(raw)):
+        reply, parts = read(*(raw[i:i + size] for i in range(0, len(raw), size)))
+        assert shown(parts) == reply.text == "Reading it.Done. The {} in f() stays.", size
+        assert [p.parsed.call.name for p in parts if isinstance(p, CallPart)] == ["read_file"]

@@ -3,12 +3,17 @@ on a real temp git repo with the real tools."""
 
 import asyncio
 import json
-
-from agent_helpers import call, collect
+import threading
 
 from clover_code.agent.context import Conversation
 from clover_code.agent.events import Redone, Rewound, ToolFinished, ToolOutput, UserMessage, UserShell
+from clover_code.agent.loop import Agent, AgentSettings
 from clover_code.agent.session import SessionLog
+from clover_code.engine.scripted import ScriptedEngine
+from clover_code.tools import ToolContext, default_registry
+from clover_code.tools.workspace import Workspace
+from clover_code.tools.workspace.checkpoints import Checkpoints
+from tests.support.agent import RecordingApprover, call, collect
 
 
 def edit(old: str, new: str) -> str:
@@ -157,3 +162,42 @@ def test_a_code_only_rewind_keeps_the_conversation_and_a_conversation_only_one_t
     assert [t.text for t in agent.conversation.turns()] == ["read it"]
     asyncio.run(agent.redo())
     assert agent.conversation.messages == before and (git_repo / "calc.py").read_text() == "a * b\n"
+
+
+class AskedFirst(Checkpoints):
+    """Checkpoints whose turn bookkeeping waits until the model has been asked: it must run
+    beside the first request, not before it (issue 42, item 15)."""
+
+    def __init__(self, root, **kwargs):
+        super().__init__(root, **kwargs)
+        self.asked = threading.Event()
+
+    def begin_turn(self, turn=None):
+        if not self.asked.wait(timeout=60):
+            raise AssertionError("the first request waited for the checkpoints' bookkeeping")
+        super().begin_turn(turn)
+
+
+class Asking(ScriptedEngine):
+    def __init__(self, replies, asked: threading.Event):
+        super().__init__(replies)
+        self.asked = asked
+
+    async def stream(self, request):
+        self.asked.set()
+        async for block in super().stream(request):
+            yield block
+
+
+def test_the_turn_bookkeeping_runs_beside_the_first_request_and_the_first_checkpoint_waits(git_repo, tmp_path):
+    (git_repo / "calc.py").write_text("a - b\n")
+    checkpoints = AskedFirst(git_repo, cache_dir=tmp_path / "cache")
+    ctx = ToolContext(Workspace(git_repo), sandbox=True, shell_timeout=30, checkpoints=checkpoints)
+    engine = Asking([call("read_file", path="calc.py"), edit("a - b", "a + b"), "Adds now."], checkpoints.asked)
+    agent = Agent(engine, default_registry(), ctx, RecordingApprover(), AgentSettings(approval="full-auto"),
+                  system_prompt="You are a test agent.")
+    events = asyncio.run(collect(agent, "make it add"))
+    assert [e.ok for e in events if isinstance(e, ToolFinished)] == [True, True]
+    assert checkpoints.kept_since() == 0  # the checkpoint is turn 0's: taken after the bookkeeping
+    event = asyncio.run(agent.rewind(0))
+    assert (git_repo / "calc.py").read_text() == "a - b\n" and "restored: calc.py" in event.files

@@ -4,7 +4,6 @@ import asyncio
 import json
 
 import pytest
-from agent_helpers import call, collect
 
 from clover_code.agent.events import BlockCommitted, TurnFinished, from_json, to_json
 from clover_code.agent.permissions import ModeApprover
@@ -13,6 +12,7 @@ from clover_code.engine import EngineError
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.settings import Settings
 from clover_code.wiring.assemble import build_agent
+from tests.support.agent import call, collect
 
 
 def script(path, *replies) -> str:

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from clover_code.engine.markup.toolcalls import ToolCallParser, split_text
+from clover_code.engine.markup.toolcalls import Debris, ParsedCall, ToolCallParser, split_text
 
 QWEN = ('Let me look.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "src/a.py", "limit": 20}}\n'
         '</tool_call>\nand then <tool_call>{"name": "run_shell", "arguments": {"command": "pytest -q"}}'
@@ -128,3 +128,49 @@ def test_new_call_before_close_cuts_the_first_off():
 def test_split_text_keeps_order():
     parts = split_text(QWEN)
     assert [type(p).__name__ for p in parts] == ["str", "ParsedCall", "str", "ParsedCall", "str"]
+
+
+READ = '<tool_call>{"name": "read_file", "arguments": {"path": "a.py"}}</tool_call>'
+
+
+@pytest.mark.parametrize("text, visible", [
+    (READ + '}}</tool_call>', ""),  # what the demo model wrote after a closed call
+    ("Reading." + READ + '"}}\n</tool_call> Then more.', "Reading. Then more."),
+    (READ + " }}", ""),  # a lone `}}` the reply ends on
+    (READ + "\n]}\n" + READ + "}\nDone.", "Done."),
+    ("}}" + READ, ""),  # a reply that opens on a call's leftovers
+    ("Done.</tool_call>", "Done."),
+    ("a </tool_response> b </function></parameter><|im_end|>", "a  b "),
+    ("All done. </tool_c", "All done. "),  # a tag the reply's end cut off
+    ("All done.<|im_", "All done."),
+])
+@pytest.mark.parametrize("size", [1, 2, 5, 10_000])
+def test_markup_debris_is_never_shown(text, visible, size):
+    shown, calls = feed_all(text, size)
+    assert shown.strip() == visible.strip() and not [t for t in ("}", "</", "<|") if t in shown]
+    assert all(c.call is not None and c.call.name == "read_file" for c in calls)
+
+
+@pytest.mark.parametrize("size", [1, 3, 10_000])
+def test_prose_after_a_call_stays(size):
+    text = READ + '\n"Quoted" words, {braces} and a closing } stay; so does a <tag> and a < b.'
+    shown, _ = feed_all(text, size)
+    assert shown == text[len(READ):]
+
+
+def segment_text(segment) -> str:
+    return segment if isinstance(segment, str) else segment.raw if isinstance(segment, ParsedCall) else segment.text
+
+
+@pytest.mark.parametrize("text", [
+    QWEN, CODER, READ + '"}}\n</tool_call> Then', "x <tool_call>{bad</tool_call>}} y </tool_c",
+    '<tool_call>{"name": "a", <tool_call>{"name": "b"}', "<tool_call> </tool_call>true 1 </tool_response> 1",
+])
+@pytest.mark.parametrize("size", [1, 4, 10_000])
+def test_every_byte_of_a_reply_is_text_a_call_or_debris(text, size):
+    parser, segments = ToolCallParser(), []
+    for at in range(0, len(text), size):
+        segments += parser.feed_segments(text[at:at + size])
+    segments += parser.finish_segments()
+    assert "".join(map(segment_text, segments)) == text
+    assert all(not isinstance(s, Debris) or s.text.strip() for s in segments)

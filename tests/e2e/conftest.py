@@ -7,7 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from e2e_support import demo_env, prepare_repo
+
+from tests.support.e2e import demo_env, prepare_repo
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Headless runs cannot ask: full-auto by default; in other modes questions are declined."""
 
-from e2e_support import last_json, load_task, scripted
+from tests.support.e2e import last_json, load_task, scripted
 
 PROMPT = load_task("fix-median")["prompt"]
 

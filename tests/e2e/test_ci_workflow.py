@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from e2e_support import tool_call
 
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.engine.wire.server import create_app
 from clover_code.sandbox.bwrap import bwrap_problem
-from tests.engine.serving import serve_app
+from tests.support.e2e import tool_call
+from tests.support.serving import serve_app
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 RUN_ID = "4242"

@@ -78,3 +78,23 @@ def test_a_bad_user_config_is_one_clear_problem(cli, git_repo: Path, tmp_path: P
     proc = cli("doctor", "--cwd", str(git_repo), env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
     assert proc.returncode == 1 and "max_processes" in proc.stdout and "Traceback" not in proc.stderr
     assert shutil.which("git")  # (the machine's git is what doctor reported on)
+
+
+def test_each_mcp_server_is_started_and_hooks_are_listed(cli, git_repo: Path, tmp_path: Path):
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    config = tmp_path / "xdg" / "clover-code" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        f'[mcp_servers.kit]\ncommand = "{sys.executable}"\nargs = ["-m", "tests.support.mcp_server", "stdio"]\n'
+        f'cwd = "{root}"\n\n[mcp_servers.gone]\ncommand = "/nonexistent/server"\n\n'
+        '[[hooks.PreToolUse]]\nmatcher = "run_shell"\ncommand = "./check.sh"\n')
+    proc = cli("doctor", "--cwd", str(git_repo), env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    assert proc.returncode == 1, proc.stdout  # the server that cannot start fails the check
+    kit = next(line for line in proc.stdout.splitlines() if "mcp kit" in line)
+    assert "✓" in kit and "5 tools" in kit
+    gone = next(line for line in proc.stdout.splitlines() if "mcp gone" in line)
+    assert "✗" in gone and "did not start" in gone
+    assert "PreToolUse: ./check.sh" in proc.stdout and "outside the sandbox" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr

@@ -2,7 +2,8 @@
 model writes, the run ends cleanly with a documented exit code and real decoding figures."""
 
 import pytest
-from e2e_support import last_json, load_task
+
+from tests.support.e2e import last_json, load_task
 
 
 @pytest.mark.slow

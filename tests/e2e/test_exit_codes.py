@@ -9,7 +9,8 @@ import sys
 import time
 
 import pytest
-from e2e_support import last_json, load_task, scripted, session_lines, tool_call, write_replies
+
+from tests.support.e2e import last_json, load_task, scripted, session_lines, tool_call, write_replies
 
 PROMPT = load_task("fix-median")["prompt"]
 
@@ -24,7 +25,7 @@ def assert_clean_failure(proc, code: int, words: str) -> None:
 
 @pytest.mark.parametrize("case", ["missing cwd", "missing task file", "empty stdin", "zero turns",
                                   "broken config", "unknown setting", "nothing to resume",
-                                  "bad output format"])
+                                  "bad output format", "a prompt and --task"])
 def test_bad_input_exits_2(case, task_repo, clover, tmp_path):
     repo = task_repo("fix-median")
     base = ["--cwd", str(repo), "--engine", scripted("fix-median")]
@@ -49,6 +50,8 @@ def test_bad_input_exits_2(case, task_repo, clover, tmp_path):
         args, words = [*args, "--resume"], "no sessions to resume"
     elif case == "bad output format":
         args, words = [*args, "--output-format", "xml"], "invalid choice"
+    elif case == "a prompt and --task":  # which one runs? neither: the TUI's first message or headless
+        args, words = ["fix the tests", *args], "a prompt and --task both give a task"
     proc = clover(*args, input=stdin)
     assert_clean_failure(proc, 2, words)
 

@@ -6,13 +6,10 @@ prompt and tools is one clear error."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
-from window_servers import WindowServer, serve_app
+from tests.support.window_servers import WindowServer, serve_app
 
 NOTES = "".join(f"note {i}: the quick brown fox jumps over the lazy dog\n" for i in range(40))  # ~600 tokens
 READS = [{"name": "read_file", "arguments": {"path": "notes.txt"}}] * 3
@@ -46,6 +43,8 @@ def test_a_small_window_is_learned_and_never_overrun(style, source, git_repo, cl
     assert sum(s.tools for s in accepted) == 4 and server.replies == []
     # Three reads do not fit beside the system prompt and tools: compacted before the window filled.
     assert any(e["type"] == "Compacted" for e in events), [e["type"] for e in events]
+    said = [i for i, e in enumerate(events) if e["type"] == "Notice" and e["text"].startswith("Compacting")]
+    assert said and said[0] < [e["type"] for e in events].index("Compacted")  # said while it ran
     assert result["result"] == "done"
 
 

@@ -3,7 +3,7 @@ embedded engine, and said in the JSON result; a policy that cannot work is bad i
 
 import json
 
-from e2e_support import last_json, load_task, scripted
+from tests.support.e2e import last_json, load_task, scripted
 
 PROMPT = load_task("fix-median")["prompt"]
 

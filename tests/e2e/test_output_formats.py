@@ -2,7 +2,7 @@
 
 import json
 
-from e2e_support import load_task, scripted, session_replies
+from tests.support.e2e import load_task, scripted, session_replies
 
 TASK = "quick-fix"  # a short session on the fix-median repository: no slow test runs
 PROMPT = load_task("fix-median")["prompt"]

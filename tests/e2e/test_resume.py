@@ -1,6 +1,6 @@
 """`--resume` continues a session where it stopped: same log, same conversation."""
 
-from e2e_support import last_json, load_task, run_check, session_lines, session_replies, write_replies
+from tests.support.e2e import last_json, load_task, run_check, session_lines, session_replies, write_replies
 
 TASK = "fix-median"
 

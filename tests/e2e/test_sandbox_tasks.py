@@ -5,7 +5,8 @@ import json
 import subprocess
 
 import pytest
-from e2e_support import TASKS, last_json, load_task, run_check, scripted, session_lines, session_replies
+
+from tests.support.e2e import TASKS, last_json, load_task, run_check, scripted, session_lines, session_replies
 
 
 def tool_calls_in(name: str) -> list[str]:

@@ -12,8 +12,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_frontier_bench_runs_quick(tmp_path):
     out = tmp_path / "frontier"
-    proc = subprocess.run([sys.executable, str(ROOT / "tools/bench/bench_frontier.py"), "--quick", "--json",
-                           "--out", str(out)], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-m", "tools.bench.bench_frontier", "--quick", "--json",
+                           "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result == json.loads((out / "frontier.json").read_text())

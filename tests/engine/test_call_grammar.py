@@ -1,27 +1,11 @@
 """The reply grammar (call_grammar.py, json_grammar.py) and the call layout probe, character
 by character: both call families, schema keys and types, escapes, forced text."""
 
-import json
-
 import pytest
 
-from clover_code.engine.markup.call_format import QWEN_JSON, CallFormat, probe_call_format
+from clover_code.engine.markup.call_format import QWEN_JSON, probe_call_format
 from clover_code.engine.markup.call_grammar import CallGrammar
-
-READ = {"type": "function", "function": {"name": "read_file", "parameters": {"type": "object", "properties": {
-    "path": {"type": "string"}, "offset": {"type": "integer"}, "limit": {"type": "integer"}}, "required": ["path"]}}}
-EDIT = {"type": "function", "function": {"name": "edit_file", "parameters": {"type": "object", "properties": {
-    "path": {"type": "string"}, "old_string": {"type": "string"}, "replace_all": {"type": "boolean"}},
-    "required": ["path", "old_string"]}}}
-SHELL = {"type": "function", "function": {"name": "run_shell", "parameters": {"type": "object", "properties": {
-    "command": {"type": "string", "minLength": 1}, "timeout": {"anyOf": [{"type": "number"}, {"type": "null"}]},
-    "mode": {"enum": ["fast", "slow"]}, "env": {"type": "array", "items": {"type": "string"}}},
-    "required": ["command"]}}}
-STATUS = {"type": "function", "function": {"name": "git_status", "parameters": {"type": "object", "properties": {}}}}
-TOOLS = [READ, EDIT, SHELL, STATUS]
-DEMO = CallFormat("json", '{"name": "', '", "arguments": ', "}")
-XML = CallFormat("xml", "\n<function=", "", ">\n</function>\n", param_open=">\n<parameter=", param_mid=">\n",
-                 param_close="\n</parameter")
+from tests.support.grammar import DEMO, READ, STATUS, TOOLS, XML, XML_TEMPLATE, call
 
 
 def accepts(grammar: CallGrammar, text: str) -> bool:
@@ -31,14 +15,6 @@ def accepts(grammar: CallGrammar, text: str) -> bool:
         if state is None:
             return False
     return not grammar.inside_call(state)  # every call closed
-
-
-def call(name: str, args: dict, fmt: CallFormat = DEMO) -> str:
-    if fmt.family == "json":
-        arguments = json.dumps(args, ensure_ascii=False)
-        return f"<tool_call>{fmt.head}{name}{fmt.before_args}{arguments}{fmt.tail}</tool_call>"
-    params = "".join(f"{fmt.param_open}{k}{fmt.param_mid}{v}{fmt.param_close}" for k, v in args.items())
-    return f"<tool_call>{fmt.head}{name}{fmt.before_args}{params}{fmt.tail}</tool_call>"
 
 
 @pytest.mark.parametrize("fmt", [DEMO, QWEN_JSON, XML], ids=["demo", "qwen", "xml"])
@@ -118,9 +94,11 @@ def test_the_layout_comes_from_the_chat_template():
     assert accepts(CallGrammar(probe_call_format(tokenizer), TOOLS), call("read_file", {"path": "a"}, XML))
 
 
-XML_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content or '' }}"
-    "{% for tc in m.tool_calls or [] %}<tool_call>\n<function={{ tc.function.name }}>\n"
-    "{% for k, v in tc.function.arguments.items() %}<parameter={{ k }}>\n{{ v }}\n</parameter>\n{% endfor %}"
-    "</function>\n</tool_call>{% endfor %}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+@pytest.mark.parametrize("fmt", [DEMO, QWEN_JSON, XML], ids=["demo", "qwen", "xml"])
+def test_a_required_call_opens_the_reply_and_free_text_may_follow(fmt):
+    grammar = CallGrammar(fmt, [READ, STATUS], required=True)
+    assert grammar.forced(grammar.start)[0].startswith("<tool_call>" + fmt.head)  # the scaffold writes it
+    assert accepts(grammar, call("git_status", {}, fmt) + " done")
+    assert not accepts(grammar, "Sure. " + call("git_status", {}, fmt))  # text first: ruled out
+    only = CallGrammar(fmt, [READ], required=True)  # one tool: its name is forced too
+    assert only.forced(only.start)[0].startswith("<tool_call>" + fmt.head + "read_file")

@@ -6,7 +6,7 @@ import asyncio
 from clover_code.agent.instructions import render_system_prompt
 from clover_code.engine import ChatRequest
 from clover_code.engine.embedded.engine import EmbeddedEngine
-from clover_code.engine.markup.toolcalls import split_text
+from clover_code.engine.markup.toolcalls import written_calls
 from clover_code.models import demo_model
 from clover_code.tools import default_registry
 from tools.training.demo_model.split_names import compound_names
@@ -34,7 +34,7 @@ def test_demo_checkpoint_decodes_in_parallel_and_calls_a_tool(tmp_path):
     blocks = first_turn(engine, tmp_path)
     tokens, passes = sum(b.tokens for b in blocks), sum(b.forward_passes for b in blocks)
     assert tokens / passes > 1.0, (tokens, passes)
-    calls = [p for p in split_text("".join(b.text for b in blocks)) if not isinstance(p, str)]
+    calls = written_calls("".join(b.text for b in blocks))
     assert calls and calls[0].call is not None, "".join(b.text for b in blocks)
     registry = default_registry()
     assert not isinstance(registry.validate(calls[0].call.name, calls[0].call.arguments), str)

@@ -4,15 +4,14 @@ import dataclasses
 
 import pytest
 import torch
-from reference import ReferenceDenoiser
 from transformers import AutoConfig, AutoModelForCausalLM
 
 from clover_code.engine import EngineError
 from clover_code.engine.embedded import denoisers
 from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
 from clover_code.engine.embedded.denoisers import ModelDenoiser, checkpoint_kind, read_props
-
-BLOCK = 32
+from tests.support.reference import ReferenceDenoiser
+from tests.support.tiny_models import BLOCK, random_block, tiny_config
 
 
 @pytest.fixture(scope="module", params=["attention", "hybrid"])
@@ -25,16 +24,11 @@ def loaded(request):
 @pytest.fixture(scope="module", params=["attention", "hybrid"])
 def plain(request, tmp_path_factory):
     """Unpeaked checkpoints: logits at their natural scale, so 1e-5 is a tight bound."""
-    from make_tiny_model import make_tiny_model  # tools/training/ is on sys.path via conftest
+    from tools.training.make_tiny_model import make_tiny_model
 
     folder = make_tiny_model(tmp_path_factory.mktemp("plain"), request.param)
     model = AutoModelForCausalLM.from_pretrained(folder).eval()
     return model, read_props(model.config), request.param
-
-
-def random_block(gen: torch.Generator, vocab: int, mask: int, masked: float, size: int = BLOCK) -> torch.Tensor:
-    ids = torch.randint(0, 256, (size,), generator=gen)
-    return torch.where(torch.rand(size, generator=gen) < masked, torch.full_like(ids, mask), ids)
 
 
 def variants(props):
@@ -109,21 +103,6 @@ def test_props_come_from_config_with_defaults(tiny_attention_ckpt):
     config.block_alignment = "diagonal"
     with pytest.raises(EngineError, match="block_alignment"):
         read_props(config)
-
-
-def tiny_config(model_type: str):
-    """Tiny configs of the other supported families (MoE, Qwen3-Next, Llama), built in memory."""
-    from transformers import AutoConfig
-
-    common = dict(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
-                  num_attention_heads=4, num_key_value_heads=2, head_dim=16)
-    linear = dict(linear_conv_kernel_dim=4, linear_key_head_dim=16, linear_value_head_dim=16,
-                  linear_num_key_heads=2, linear_num_value_heads=4)
-    moe = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32)
-    extra = {"llama": {}, "qwen3_moe": moe,
-             "qwen3_next": {**linear, **moe, "shared_expert_intermediate_size": 32},
-             "qwen3_5_moe_text": {**linear, **moe, "shared_expert_intermediate_size": 32}}[model_type]
-    return AutoConfig.for_model(model_type, **common, **extra)
 
 
 @pytest.mark.parametrize("model_type", ["llama", "qwen3_moe", "qwen3_next", "qwen3_5_moe_text"])

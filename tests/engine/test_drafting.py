@@ -3,10 +3,10 @@ position only once it sees the right token to its left: a copied span commits in
 passes; a wrong draft is rejected and the span decoded normally."""
 
 import torch
-from wanting import WantingDenoiser
 
 from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
 from clover_code.engine.embedded.drafting import CopyDrafter, Draft
+from tests.support.wanting import WantingDenoiser
 
 MASK, EOS, VOCAB = 3, 2, 300
 TARGET = list(range(100, 160)) + [EOS]  # 60 tokens of reply, then the end

@@ -8,13 +8,13 @@ import shutil
 
 import pytest
 import torch
-from reference import reference_decode
 from transformers import AutoModelForCausalLM
 
 from clover_code.engine import ChatRequest
 from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
 from clover_code.engine.embedded.denoisers import ModelDenoiser, read_props
 from clover_code.engine.embedded.engine import EmbeddedEngine
+from tests.support.reference import reference_decode
 
 CONFIGS = [  # (prefix_attention, block_alignment, logits_shift, block_size)
     ("block", "prompt", 0, 32), ("block", "absolute", 0, 32), ("block", "prompt", 1, 8),

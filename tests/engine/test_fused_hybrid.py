@@ -6,19 +6,19 @@ import dataclasses
 
 import pytest
 import torch
-from reference import ReferenceDenoiser, reference_decode
-from test_denoisers import random_block, tiny_config
 from transformers import AutoModelForCausalLM
 
 from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
 from clover_code.engine.embedded.denoisers import ModelDenoiser, checkpoint_kind, read_props
+from tests.support.reference import ReferenceDenoiser, reference_decode
+from tests.support.tiny_models import random_block, tiny_config
 
 SHAPES = [("prompt", 0), ("prompt", 1), ("absolute", 0), ("absolute", 1)]
 
 
 def hybrids():
     """Unpeaked tiny hybrids of the three families (logits at natural scale: 1e-5 is tight)."""
-    from make_tiny_model import build_config
+    from tools.training.make_tiny_model import build_config
 
     torch.manual_seed(0)
     yield "qwen3_5_text", AutoModelForCausalLM.from_config(

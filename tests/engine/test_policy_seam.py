@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from reference import reference_decode
 from test_call_grammar import DEMO, TOOLS, XML, call
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -26,6 +25,7 @@ from clover_code.engine.markup.vocabulary import Vocabulary
 from clover_code.engine.policies import Factor, Threshold
 from clover_code.models import demo_model
 from clover_code.tools import default_registry
+from tests.support.reference import reference_decode
 
 
 @pytest.mark.parametrize("kind", ["attention", "hybrid"])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from serving import serve_app
 from test_policy_seam import demo_turn
 
 from clover_code.cli import serve_parser
@@ -18,6 +17,7 @@ from clover_code.models import demo_model
 from clover_code.settings import ConfigError, Settings
 from clover_code.wiring.assemble import build_engine
 from clover_code.wiring.flags import settings_for
+from tests.support.serving import serve_app
 
 
 async def figures(engine, request: ChatRequest) -> tuple[int, int]:

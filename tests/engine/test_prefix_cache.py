@@ -76,3 +76,16 @@ def test_without_a_budget_there_is_one_conversation(loaded):
     assert len(den.tokens) == len(person(0)) + 2 + 32  # all blocks but the last are committed
     assert den.last_reuse.reused == len(SYSTEM) + (kind == "attention")
     assert torch.equal(den.reuse(den.tokens + [9]), torch.tensor([9]))
+
+
+def test_each_state_is_kept_for_the_session_that_made_it(loaded):
+    model, props, kind = loaded
+    den = denoiser(model, props, kind)
+    opts = DecodeOptions(mask_id=props.mask_token_id, max_tokens=40)
+    for n, who in ((0, "a"), (1, "b")):
+        list(decode_blocks(den, den.reuse(person(n), owner=who), opts))
+    edited = SYSTEM + [MARK, 300, 301, 302]  # a's first message edited: both states serve as much of it
+    got = [t for b in decode_blocks(den, den.reuse(edited, owner="a"), opts) for t in b.tokens]
+    assert got == decode(ModelDenoiser(model, props, kind), edited, props)
+    assert den.state.owner == "a" and {s.owner for s in den.pool.parked} == {"a", "b"}
+    assert den.last_reuse.source == "cut" and den.last_reuse.reused == len(SYSTEM) + (kind == "attention")

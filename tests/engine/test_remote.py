@@ -10,10 +10,10 @@ import sys
 import time
 
 import pytest
-from serving import RawServer, Reply, delta_chunk, sse_body
 
 from clover_code.engine import ChatRequest, EngineError
 from clover_code.engine.wire.remote import RemoteEngine
+from tests.support.serving import RawServer, Reply, delta_chunk, sse_body
 
 KEY = "sk-test-very-secret-4242"
 MODELS = Reply(headers={"Content-Type": "application/json"},

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 
-from serving import RawServer, Reply
-
 from clover_code.engine import ChatRequest
 from clover_code.engine.wire.remote import RemoteEngine
+from tests.support.serving import RawServer, Reply
 
 TOOLS = [{"type": "function", "function": {"name": "read_file"}}]
 

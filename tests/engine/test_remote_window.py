@@ -7,7 +7,6 @@ import asyncio
 import socket
 
 import pytest
-from window_servers import WindowServer, serve_app
 
 from clover_code.engine import ChatRequest, EngineError
 from clover_code.engine.wire.remote import RemoteEngine, probe_context_window
@@ -20,6 +19,7 @@ from clover_code.engine.wire.window import (
     rejection_limits,
     suggested_window,
 )
+from tests.support.window_servers import WindowServer, serve_app
 
 TOOLS = [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}]
 

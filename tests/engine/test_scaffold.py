@@ -5,15 +5,15 @@ contents stay the model's."""
 
 import pytest
 import torch
-from test_call_grammar import TOOLS, XML_TEMPLATE, call
 from transformers import AutoTokenizer
-from wanting import WantingDenoiser, following
 
 from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
 from clover_code.engine.markup.call_format import probe_call_format
 from clover_code.engine.markup.scaffold import Grammars, Scaffold
 from clover_code.engine.markup.vocabulary import Vocabulary
 from clover_code.models import demo_model
+from tests.support.grammar import TOOLS, XML_TEMPLATE, call
+from tests.support.wanting import WantingDenoiser, following
 
 
 @pytest.fixture(scope="module", params=["json", "xml"])
@@ -106,3 +106,19 @@ def test_without_tools_or_scaffold_the_loop_is_the_plain_one(setup):
     target = encode(setup, "no calls here " + call("read_file", {"path": "a"}, setup[2]))
     plain, plain_den, _ = decode(setup, following(target, lambda r: 0.7 - r / 1000), scaffold=False)
     assert plain == target and plain_den.passes == len(target)
+
+
+@pytest.mark.parametrize("setup", ["json"], indirect=True)  # a grammar for the input: JSON strings only
+def test_a_freeform_input_is_decoded_under_its_grammar(setup):
+    from test_lark_subset import GOOD, TOOL
+
+    fmt = setup[2]
+    target = encode(setup, call("apply_patch", {"input": GOOD}, fmt))
+    unsure = following(target, lambda r: 0.5 - r / 1000)  # every pass commits one token, left to right
+    bare = {"type": "function", "function": {"name": "apply_patch", "parameters": {
+        "type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}}}
+    ids, den, guide = decode(setup, unsure, tools=[TOOL])
+    plain_ids, _, plain_guide = decode(setup, unsure, tools=[bare])
+    assert ids == plain_ids == target
+    assert guide.stats.forced > plain_guide.stats.forced + 5  # the patch's fixed lines cost no pass
+    assert den.passes == len(target) - guide.stats.forced

@@ -7,17 +7,19 @@ import asyncio
 import openai
 import pytest
 import torch
-from reference import reference_decode
-from serving import serve_app
 
 from clover_code.engine import ChatRequest
 from clover_code.engine.embedded.engine import EmbeddedEngine
-from clover_code.engine.markup.toolcalls import split_text
+from clover_code.engine.markup.toolcalls import written_calls
 from clover_code.engine.wire.server import create_app
 from clover_code.models import demo_model
 from clover_code.tools import default_registry
+from tests.support.reference import reference_decode
+from tests.support.serving import serve_app
 
-TOOLS = default_registry().schemas()
+# The tools the demo model was trained with (the todo list came later): the pushes below are
+# tuned to what its head prefers under that prompt.
+TOOLS = [t for t in default_registry().schemas() if t["function"]["name"] != "todo_write"]
 NAMES = {t["function"]["name"] for t in TOOLS}
 ASK = [{"role": "system", "content": "You are Clover Code."},
        {"role": "user", "content": "Fix the median function in stats/core.py; the tests fail."}]
@@ -50,7 +52,7 @@ def reply(e: EmbeddedEngine, tools=TOOLS, max_tokens: int = 96) -> str:
 
 
 def calls(text: str):
-    return [p for p in split_text(text) if not isinstance(p, str)]
+    return written_calls(text)
 
 
 def valid(call) -> bool:

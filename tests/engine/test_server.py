@@ -11,13 +11,13 @@ import time
 import httpx
 import openai
 import pytest
-from serving import serve_app
 
 from clover_code.engine import Block, ChatRequest
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.engine.wire.remote import RemoteEngine
 from clover_code.engine.wire.server import create_app
 from clover_code.engine.wire.window import ContextOverflow
+from tests.support.serving import serve_app
 
 WORDS = " ".join(f"w{i}" for i in range(20))  # 3 blocks of 8 words
 CALL = '<tool_call>{"name": "read_file", "arguments": {"path": "a.py"}}</tool_call>'
@@ -83,7 +83,7 @@ def test_openai_client_streaming_one_chunk_per_block():
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_openai_client_gets_tool_calls_parsed_from_model_text(stream):
-    engine = scripted("Let me look. " + CALL)
+    engine = scripted("Let me look. " + CALL + ' "}}</tool_call>')  # markup debris is no content
     with serve_app(create_app(engine)) as url:
         out = openai.OpenAI(base_url=url, api_key="unused").chat.completions.create(
             model="tiny", messages=USER, tools=TOOLS, stream=stream)
@@ -339,3 +339,19 @@ def test_disconnect_cancels_a_non_streaming_generation():
         while not engine.closed and time.monotonic() < deadline:
             time.sleep(0.02)
     assert engine.closed and engine.closed[0] - gone < 1.0 and engine.produced < 15
+
+
+def test_chat_tool_choice_and_user_reach_the_engine():
+    engine = scripted(WORDS, WORDS)
+    edit = {"type": "function", "function": {"name": "edit_file", "parameters": {"type": "object"}}}
+    with serve_app(create_app(engine)) as url:
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0)
+        client.chat.completions.create(model="tiny", messages=USER, tools=[*TOOLS, edit], user="person-1",
+                                       tool_choice={"type": "function", "function": {"name": "read_file"}})
+        client.chat.completions.create(model="tiny", messages=USER, tools=TOOLS, tool_choice="required")
+        with pytest.raises(openai.BadRequestError, match="tool_choice"):
+            client.chat.completions.create(model="tiny", messages=USER, tools=TOOLS,
+                                           tool_choice={"type": "function", "function": {"name": "nope"}})
+    named, required = engine.requests
+    assert named.tools == TOOLS and named.tool_choice == "required" and named.session == "person-1"
+    assert required.tools == TOOLS and required.tool_choice == "required" and required.session is None

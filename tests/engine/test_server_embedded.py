@@ -13,12 +13,12 @@ import time
 import httpx
 import openai
 import pytest
-from serving import open_half_requests, serve_app, wait_closed
 
 from clover_code.engine import ChatRequest, EngineError
 from clover_code.engine.embedded.engine import EmbeddedEngine
 from clover_code.engine.wire.remote import RemoteEngine
 from clover_code.engine.wire.server import create_app
+from tests.support.serving import open_half_requests, serve_app, wait_closed
 
 USER = [{"role": "user", "content": "Write hello world in Python."}]
 TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a file", "parameters": {

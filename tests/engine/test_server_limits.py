@@ -9,11 +9,11 @@ import socket
 import time
 
 import httpx
-from serving import open_half_requests, serve_app, still_open, wait_closed
 
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.engine.wire.http_guard import ConnectionLimits
 from clover_code.engine.wire.server import create_app
+from tests.support.serving import open_half_requests, serve_app, still_open, wait_closed
 
 WORDS = " ".join(f"w{i}" for i in range(20))
 USER = [{"role": "user", "content": "hi"}]

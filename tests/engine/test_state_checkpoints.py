@@ -6,13 +6,13 @@ import itertools
 
 import pytest
 import torch
-from reference import reference_decode
 from transformers import AutoModelForCausalLM
 
 from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
 from clover_code.engine.embedded.denoisers import ModelDenoiser, read_props
 from clover_code.engine.embedded.linear_state import LinearState
 from clover_code.engine.embedded.state_checkpoints import Checkpoints
+from tests.support.reference import reference_decode
 
 PROPS = [("causal", "prompt", 0), ("causal", "absolute", 1), ("block", "prompt", 0), ("block", "absolute", 1)]
 

@@ -4,7 +4,8 @@ decoding figures (forward passes, TPF, first block, tokens/s) in the results and
 from __future__ import annotations
 
 import pytest
-from eval_support import SANDBOX, results, run_eval, solving_engine
+
+from tests.support.evals import SANDBOX, results, run_eval, solving_engine
 
 TASKS = ["fix-median", "rename-function"]  # the families the demo model solves (its card says how often)
 

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from eval_support import SANDBOX, polyglot, workspace_files
 
 from clover_code.cli import main
 from clover_code.eval.agent_run import read_events
@@ -18,6 +17,7 @@ from clover_code.eval.main import write_report
 from clover_code.eval.plot import MISSING
 from clover_code.eval.results import ResultStore
 from clover_code.eval.stats import summarize
+from tests.support.evals import SANDBOX, polyglot, workspace_files
 
 DEMO = Path(__file__).resolve().parents[2] / "clover_code" / "models" / "clover-demo"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import signal
 import time
 
-from eval_support import SANDBOX, giving_up_engine, polyglot, results, run_eval, start_eval, write_replies
+from tests.support.evals import SANDBOX, giving_up_engine, polyglot, results, run_eval, start_eval, write_replies
 
 SLOW = {"content": "Thinking it over.", "delay": 60}
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from eval_support import (
+
+from tests.support.evals import (
     SANDBOX,
     events,
     giving_up_engine,

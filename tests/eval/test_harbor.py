@@ -12,9 +12,9 @@ from pathlib import Path
 
 import jinja2
 import pytest
-from eval_support import eval_env, results, run_eval, tool_call, write_replies
 
 from clover_code.eval.harbor_agent import INSTALL_TEMPLATE, context_values, model_part, run_command
+from tests.support.evals import eval_env, results, run_eval, tool_call, write_replies
 
 VERIFIER = """#!/bin/bash
 # As Harbor runs it: the tests in /tests, the work in the WORKDIR, the reward to /logs/verifier.

@@ -12,7 +12,7 @@ import pytest
 
 from clover_code.settings import Settings
 from clover_code.wiring.assemble import build_agent
-from tests.replies import scripted_engine, tool_call
+from tests.support.replies import scripted_engine, tool_call
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 

@@ -20,8 +20,8 @@ from clover_code.eval.discover import discover
 from clover_code.eval.taskfiles import Destination
 from clover_code.eval.tasks import Task, TaskError
 from clover_code.sandbox.bwrap import bwrap_problem
-from tests.eval.eval_support import results, run_eval, workspace_files
-from tests.replies import tool_call, write_replies
+from tests.support.evals import results, run_eval, workspace_files
+from tests.support.replies import tool_call, write_replies
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=f"no sandbox: {bwrap_problem()}")
 KEY = "-----BEGIN OPENSSH PRIVATE KEY----- fake-host-key-41"

@@ -322,3 +322,82 @@ async def test_hooks_get_no_secrets(git_repo: Path, tmp_path: Path, monkeypatch)
     assert (await REGISTRY.call("git_commit", {"message": "x"}, ctx)).ok
     seen = (git_repo / "seen-env.txt").read_text()
     assert "PATH=" in seen and "tok-4242-very-secret" not in seen
+
+
+# Every way a command could make the user's next `git status` step into a repository of its
+# own where the index records a nested one (a gitlink): rewrite its `.git`, replace it, point a
+# `.git` file elsewhere, move its folder (or the one above) aside and make a new one there.
+ATTACK = """unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_PREFIX GIT_COMMON_DIR
+P='touch MARKER; true'
+S=SUB
+top=$(pwd)
+{
+git -C "$S" config core.fsmonitor "$P"
+printf '[core]\\n\\tfsmonitor = "touch MARKER; true"\\n' >> "$S/.git/config"
+mkdir -p evil && git init -q evil/repo && git -C evil/repo config core.fsmonitor "$P"
+printf 'gitdir: %s\\n' "$top/evil/repo/.git" > "$S/.git"
+rm -rf "$S/.git"; git init -q "$S"; git -C "$S" config core.fsmonitor "$P"
+mv "$S" "$S.old"; mkdir -p "$S"; git init -q "$S"; git -C "$S" config core.fsmonitor "$P"
+mv "$(dirname "$S")" moved-aside; mkdir -p "$S"; git init -q "$S"; git -C "$S" config core.fsmonitor "$P"
+} >/dev/null 2>&1
+true
+"""
+
+
+def owners_nested_repository(repo: Path, layout: str, outside: Path) -> str:
+    """The owner's nested repository, recorded in the index as a gitlink, as `layout` leaves
+    its folder: a repository of its own (`.git` folder), a submodule (`.git` file into the
+    owner's git dir), an empty folder (a clone without its submodules), or none (deleted)."""
+    path = "sub" if layout == "a submodule" else "libs/sub"
+    if layout == "a submodule":
+        source = outside / "source"
+        host_git(outside, "init", "-q", str(source))
+        host_git(source, "-c", "user.name=o", "-c", "user.email=o@o", "commit", "-q", "--allow-empty", "-m", "s")
+        host_git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(source), path)
+    else:
+        subprocess.run(["bash", "-c", f"mkdir -p {repo / path} && cd {repo / path} && git init -q && "
+                        "echo a > a.txt && git add a.txt && git -c user.name=o -c user.email=o@o commit -qm a"],
+                       check=True, capture_output=True)
+        host_git(repo, "add", path)
+    host_git(repo, "-c", "user.name=o", "-c", "user.email=o@o", "commit", "-qm", "owner's nested repository")
+    assert gitlinks(repo) == [path]
+    if layout in ("an empty gitlink folder", "a missing gitlink folder"):
+        shutil.rmtree(repo / path)
+        if layout == "an empty gitlink folder":
+            (repo / path).mkdir()
+    return path
+
+
+LAYOUTS = ["a nested repository", "a submodule", "an empty gitlink folder", "a missing gitlink folder"]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("vector", ["a shell command", "a hook git_commit runs"])
+async def test_nothing_rewrites_a_nested_repository_the_index_records(git_repo: Path, tmp_path: Path, marker: Path,
+                                                                     outside_tmp: Path, layout: str, vector: str):
+    path = owners_nested_repository(git_repo, layout, outside_tmp)
+    owner_hooks(git_repo)
+    host_git(git_repo, "add", ".githooks")
+    host_git(git_repo, "-c", "user.name=o", "-c", "user.email=o@o", "commit", "-qm", "owner's hooks")
+    users_next_git(git_repo)
+    assert not marker.exists()
+    ctx = context(git_repo, tmp_path)
+    attack = ATTACK.replace("MARKER", str(marker)).replace("SUB", path)
+    if vector == "a shell command":
+        result = await REGISTRY.call("run_shell", {"command": attack}, ctx)
+    else:
+        await shell(ctx, f"cat > .githooks/pre-commit <<'EOF'\n#!/bin/sh\n{attack}EOF")
+        (git_repo / "b.txt").write_text("b\n")
+        result = await REGISTRY.call("git_commit", {"message": "b", "paths": ["b.txt"]}, ctx)
+    if layout == "a missing gitlink folder":  # nothing to bind: what a run made there is taken away
+        assert not result.ok and f"removed {path}/.git" in result.output, result.output
+    assert gitlinks(git_repo) == [path]
+    users_next_git(git_repo)
+    assert not marker.exists()
+
+    # Control: the same, done on the host, runs the payload under the user's next git.
+    (git_repo / ".githooks" / "pre-commit").write_text("#!/bin/sh\ntrue\n")
+    shutil.rmtree(git_repo / "moved-aside", ignore_errors=True)
+    subprocess.run(["bash", "-c", attack], cwd=git_repo, capture_output=True, check=False)
+    host_git(git_repo, "status")
+    assert marker.exists()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from clover_code.agent.redact import REDACTED, Redactor
-from tests.security.host_secrets import HOST_SECRETS, NOT_SECRETS, PASSWORDS, SECRET_TEXTS
+from tests.support.host_secrets import HOST_SECRETS, NOT_SECRETS, PASSWORDS, SECRET_TEXTS
 
 SECRETS = {
     "CLOUD_API_KEY": "sk-live-0123456789abcdef",

@@ -59,10 +59,20 @@ def tool_results(events: list[dict]) -> list[dict]:
     return [e for e in events if e["type"] == "ToolFinished"]
 
 
+def test_a_call_nested_10000_deep_in_markup_ends_the_reply_as_degenerate(git_repo, tmp_path, cli, env):
+    """20,000 brackets written as text are a reply gone round in circles: cut, not parsed."""
+    reply = markup('{"name": "read_file", "arguments": ' + DEEP_ARGS + "}")
+    proc, result = run_json(cli, git_repo, script(tmp_path / "r.jsonl", reply, "unused"), env)
+    assert result["exit_reason"] == "gave_up", proc.stderr[-2000:]
+    assert "degenerated" in proc.stderr
+    assert [e["type"] for e in log_lines(git_repo)][-1] == "TurnFinished"
+
+
 @pytest.mark.parametrize("case", ["markup", "string arguments", "server tool_calls"])
 def test_a_call_nested_10000_deep_is_a_tool_error_the_model_reads(case, git_repo, tmp_path, cli, env):
-    if case == "markup":
-        reply: object = markup('{"name": "read_file", "arguments": ' + DEEP_ARGS + "}")
+    if case == "markup":  # deeper than the parser allows, too short to read as degenerate
+        reply: object = markup('{"name": "read_file", "arguments": {"path": "README.md", "x": '
+                               + "[" * 150 + "]" * 150 + "}}")
     elif case == "string arguments":  # arguments encoded twice, as some models write them
         reply = markup(json.dumps({"name": "read_file", "arguments": DEEP_ARGS}))
     else:  # an OpenAI-compatible server parsed the call and hands it over as a string

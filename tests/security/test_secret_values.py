@@ -22,7 +22,7 @@ from clover_code.tools import Registry, ToolContext
 from clover_code.tools.shell import TOOLS
 from clover_code.tools.workspace import Workspace
 from clover_code.wiring.assemble import tool_context
-from tests.security.host_secrets import HOST_SECRETS, NOT_SECRETS, PASSWORDS, SECRET_TEXTS
+from tests.support.host_secrets import HOST_SECRETS, NOT_SECRETS, PASSWORDS, SECRET_TEXTS
 
 needs_sandbox = pytest.mark.skipif(bwrap_problem() is not None, reason=f"no sandbox: {bwrap_problem()}")
 

@@ -65,7 +65,7 @@ def test_a_file_changed_since_by_someone_else_is_left_and_named(git_repo: Path, 
 
     assert (git_repo / "shared.py").read_text() == "second's edit on top\n"  # not clobbered
     assert (git_repo / "mine.py").read_text() == "mine v0\n"
-    assert "1 left as they are (changed since by someone else): shared.py" in summary
+    assert "1 left as they are (someone else changed them too): shared.py" in summary
 
 
 def test_rewind_leaves_the_other_sessions_files_too(git_repo: Path, tmp_path: Path):

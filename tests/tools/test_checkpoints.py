@@ -105,7 +105,7 @@ async def test_user_index_stash_and_branches_untouched(project: Path, tmp_path: 
     assert user_git_state(project) == before
     assert (project / "src/app.py").read_text() == "staged change, then edited\n"
     refs = git(project, "for-each-ref", "--format=%(refname)", "refs/clover").split()
-    assert [ref.rsplit("/", 1)[1] for ref in refs] == ["from-0", "turn-0"]  # kept from turn 1: one checkpoint
+    assert [ref.rsplit("/", 1)[1] for ref in refs] == ["turn-0"]  # one checkpoint (where kept from: written down)
     assert not (tmp_path / "cache").exists()  # a real repository needs no shadow
 
 
@@ -192,7 +192,7 @@ def test_old_sessions_refs_are_pruned(project: Path, tmp_path: Path):
     checkpoints.begin_turn()
     checkpoints.ensure()
     refs = git(project, "for-each-ref", "--format=%(refname)", "refs/clover")
-    assert "2001-old" not in refs and [ref.rsplit("/", 1)[1] for ref in refs.split()] == ["from-0", "turn-0"]
+    assert "2001-old" not in refs and [ref.rsplit("/", 1)[1] for ref in refs.split()] == ["turn-0"]
 
 
 class _NoSandbox(Git):
@@ -269,7 +269,7 @@ def test_a_redo_that_fails_leaves_the_checkpoints_as_they_were(project: Path, tm
         raise CheckpointError("checkpoint failed: disk full")
 
     with monkeypatch.context() as patch:
-        patch.setattr(checkpoints, "_restore_paths", broken)
+        patch.setattr(checkpoints, "_restore", broken)
         with pytest.raises(CheckpointError):
             checkpoints.redo()
     assert "README.md" in checkpoints.redo()  # the same redo, still there, works once the failure is gone
@@ -305,7 +305,8 @@ def test_a_rewind_never_writes_or_removes_an_ignored_file(project: Path, tmp_pat
     forged = git(project, "-c", "user.name=t", "-c", "user.email=t@t", "commit-tree", tree, "-m", "x").strip()
     git(project, "update-ref", "refs/clover/checkpoints/20260101-000000-abcdef/turn-0", forged)
     ledger = RefLedger(project / ".git")
-    ledger.write("20260101-000000-abcdef", {**ledger.read("20260101-000000-abcdef"), "turn-0": forged})
+    ledger.write("20260101-000000-abcdef", {**ledger.read("20260101-000000-abcdef"), "turn-0": forged},
+                 ledger.notes("20260101-000000-abcdef"))
 
     resumed = Checkpoints(project, cache_dir=tmp_path / "cache")
     resumed.continue_session("20260101-000000-abcdef", turns=1)

@@ -4,7 +4,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tmux_helpers import Tmux
+
+from tests.support.tmux import Tmux
 
 
 @pytest.fixture(autouse=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from textual.containers import VerticalScroll
 from textual.widgets import Static
-from tui_helpers import call, idle, ready, scripted_app, wait_for
 
 from clover_code.ui.tui.widgets.approval_prompt import ApprovalPrompt
+from tests.support.tui import call, idle, ready, scripted_app, wait_for
 
 OLD = "".join(f"value_{i} = {i}\n" for i in range(200))
 NEW = "".join(f"value_{i} = {i * 2}\n" for i in range(200))
@@ -60,10 +60,11 @@ async def test_the_legend_names_the_rule_that_always_adds(repo):
         prompt = app.query_one(ApprovalPrompt)
         await wait_for(pilot, lambda: prompt.request is not None)
         await pilot.pause(0.05)
+        assert prompt.request.always == "shell:pytest*"  # the agent's rule, carried by the request
         assert "[a] always, this session: shell:pytest*" in str(prompt.query_one("#approval-legend").render())
         await pilot.press("a")
         await idle(pilot)
-        assert "shell:pytest*" in app.agent.permissions.rules
+        assert app.agent.permissions.rules == ["shell:pytest*"]
 
 
 async def test_a_commit_approval_shows_the_files_not_json(repo):

@@ -5,12 +5,12 @@ from __future__ import annotations
 from rich.console import Console
 from textual.widgets import Static
 from textual.widgets._toast import ToastRack
-from tui_helpers import call, idle, notes, ready, scripted_app, send, wait_for
 
 from clover_code.ui.tui.widgets.assistant_message import AssistantMessage
 from clover_code.ui.tui.widgets.input_editor import InputEditor
 from clover_code.ui.tui.widgets.tool_card import ToolCard
 from clover_code.ui.tui.widgets.user_message import UserMessage
+from tests.support.tui import call, idle, notes, ready, scripted_app, send, wait_for
 
 LONG = " ".join(f"w{i}" for i in range(400))
 

@@ -3,9 +3,8 @@ folder and the line saying where; the app goes on."""
 
 from __future__ import annotations
 
-from tui_helpers import idle, notes, ready, scripted_app, send, session_events
-
 from clover_code.agent.bug_log import errors_log
+from tests.support.tui import idle, notes, ready, scripted_app, send, session_events
 
 
 async def test_an_internal_error_keeps_its_traceback(repo, monkeypatch):
@@ -27,7 +26,7 @@ async def test_an_internal_error_keeps_its_traceback(repo, monkeypatch):
         monkeypatch.undo()
         await send(pilot, "again")
         await idle(pilot)
-        assert app.stats.turns == 2
+        assert app.ledger.finished == 2
 
 
 async def test_a_degenerate_reply_stops_with_a_note(repo):

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
-from rich.console import Console
 from textual import events
 from textual.widgets import Static
-from tui_helpers import call, converse, idle, notes, ready, scripted_app, send, wait_for
 
 from clover_code.ui.tui.prompt_history import PromptHistory
 from clover_code.ui.tui.widgets.assistant_message import AssistantMessage
@@ -23,18 +21,12 @@ from clover_code.ui.tui.widgets.spinner import Spinner
 from clover_code.ui.tui.widgets.tool_card import ToolCard
 from clover_code.ui.tui.widgets.usage_view import UsageView
 from clover_code.ui.tui.widgets.user_message import UserMessage
+from tests.support.tui import call, converse, idle, notes, plain, ready, scripted_app, send, wait_for
 
 SIZE = (100, 30)
 READ = call("read_file", path="app.py")
 FIX = call("edit_file", path="app.py", old_string="a - b", new_string="a + b")
 TWICE = call("edit_file", path="app.py", old_string="a + b", new_string="(a + b) * 2")
-
-
-def plain(renderable) -> str:
-    console = Console(width=120, color_system=None)
-    with console.capture() as out:
-        console.print(renderable)
-    return out.get()
 
 
 def body(card: ToolCard) -> str:
@@ -206,9 +198,9 @@ async def test_shift_tab_cycles_the_approval_modes(repo):
         for _ in range(3):
             await pilot.press("shift+tab")
             seen.append((app.status.info.approval, app.agent.permissions.mode))
-        assert seen == [("auto-edit", "auto-edit"), ("read-only", "read-only"), ("ask", "ask")]
+        assert seen == [("auto-edit", "auto-edit"), ("plan", "plan"), ("ask", "ask")]
         await pilot.press("shift+tab", "shift+tab")  # plan mode: the edit is refused, not asked
-        assert app.agent.permissions.mode == "read-only"
+        assert app.agent.permissions.mode == "plan"
         await send(pilot, "fix add")
         await idle(pilot)
         assert app.query(ToolCard).last().status == "failed"
@@ -222,7 +214,7 @@ async def test_cost_shows_tokens_per_turn_the_context_and_a_price(repo):
         await ready(pilot)
         await send(pilot, "what does add do?")
         await idle(pilot)
-        turn = app.usage.turns[0]
+        turn = app.ledger.turns[0]
         assert turn.requests == 2 and turn.tokens_in > 0 and turn.tokens_out > 0
         await send(pilot, "/cost")
         view = await wait_for(pilot, lambda: app.query(UsageView).first() if app.query(UsageView) else None)

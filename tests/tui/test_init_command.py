@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
-from tui_helpers import notes, ready, scripted_app, send, wait_for
+
+from tests.support.tui import notes, ready, scripted_app, send, wait_for
 
 
 @pytest.mark.parametrize("target", ["outside/planted.md", "outside/bashrc", "inside/agents.md", ".git/hooks/pre-commit",

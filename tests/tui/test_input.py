@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 
 from textual import events
-from tui_helpers import idle, notes, ready, scripted_app, send, wait_for
 
 from clover_code.engine import DenoiseStep, EngineError
 from clover_code.settings import Settings
@@ -14,6 +13,7 @@ from clover_code.ui.tui.widgets.completion_popup import CompletionPopup
 from clover_code.ui.tui.widgets.denoise_view import DenoiseView
 from clover_code.ui.tui.widgets.input_editor import InputEditor
 from clover_code.ui.tui.widgets.user_message import UserMessage
+from tests.support.tui import idle, notes, ready, scripted_app, send, wait_for
 
 
 async def test_history_newline_and_paste(repo):
@@ -69,7 +69,7 @@ async def test_denoise_view_draws_steps(repo):
         await pilot.press("f2")
         assert view.is_open
         resolved = tuple(i < 20 for i in range(32))
-        app._on_step(DenoiseStep(block_index=3, step=2, resolved=resolved, newly=(16, 17, 18, 19)))
+        app.driver.on_step(DenoiseStep(block_index=3, step=2, resolved=resolved, newly=(16, 17, 18, 19)))
         await pilot.pause(0.05)
         shown = str(view.render())
         assert shown.count("█") == 20 and shown.count("░") == 12
@@ -83,7 +83,7 @@ async def test_usable_while_the_model_loads(repo):
 
     def slow_factory(approver, resume):
         release.wait(10)
-        return scripted_app(repo, ["Loaded answer."]).agent_factory(approver, resume)
+        return scripted_app(repo, ["Loaded answer."]).driver.factory(approver, resume)
 
     app = make_app(Settings(engine="scripted"), repo, agent_factory=slow_factory)
     async with app.run_test(size=(100, 30)) as pilot:

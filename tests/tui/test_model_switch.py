@@ -3,14 +3,13 @@ when the new one cannot load; messages sent meanwhile are answered, not queued f
 
 from __future__ import annotations
 
-from tui_helpers import idle, notes, ready, send, wait_for
-
 from clover_code.engine import EngineError
 from clover_code.engine.scripted import ScriptedEngine
 from clover_code.settings import Settings
 from clover_code.ui.tui.app import make_app
 from clover_code.ui.tui.widgets.assistant_message import AssistantMessage
 from clover_code.wiring.assemble import build_agent
+from tests.support.tui import idle, notes, ready, send, wait_for
 
 
 def switching_app(repo, replies: dict[str, list[str]]):

@@ -7,10 +7,10 @@ post it to the app the same way. Terminals put CR (not LF) between pasted lines.
 from __future__ import annotations
 
 from textual import events
-from tui_helpers import idle, ready, scripted_app
 
 from clover_code.ui.tui.widgets.input_editor import InputEditor
 from clover_code.ui.tui.widgets.user_message import UserMessage
+from tests.support.tui import idle, ready, scripted_app
 
 LINES_300 = "\r".join(f"pasted line {i}" for i in range(300))
 

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import subprocess
 
-from tui_helpers import call, converse, notes, ready, scripted_app, send, wait_for
-
 from clover_code.ui.tui.widgets.input_editor import InputEditor
 from clover_code.ui.tui.widgets.rewind_picker import RewindPicker
 from clover_code.ui.tui.widgets.user_message import UserMessage
+from tests.support.tui import call, converse, notes, ready, scripted_app, send, wait_for
 
 SIZE = (80, 24)
 READ = call("read_file", path="app.py")

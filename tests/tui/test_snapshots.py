@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 
-from tui_helpers import ready, scripted_app
-
 from clover_code.agent.events import (
     ApprovalNeeded,
     BlockCommitted,
@@ -20,11 +18,15 @@ from clover_code.agent.events import (
     UserMessage,
 )
 from clover_code.engine import Block, DenoiseStep, ToolCall
+from clover_code.tools.touches import Touches
 from clover_code.ui.tui.messages import ApprovalRequested
+from tests.support.tui import ready, scripted_app
 
 SIZE = (100, 34)
 EDIT = ToolCall("c1", "edit_file", '{"path": "app.py", "old_string": "a - b", "new_string": "a + b"}')
 TESTS = ToolCall("c2", "run_shell", '{"command": "python -m pytest -q"}')
+EDITS = Touches(reads=("app.py",), writes=("app.py",))  # as edit_file and run_shell declare them
+RUNS = Touches(reads=(".",), writes=(".",), runs="python -m pytest -q")
 DIFF = ("--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n"
         "+    return a + b\n")
 REPLY = ("The bug is in `add`: it **subtracts**.\n\n"
@@ -44,8 +46,9 @@ def blocks(text: str, size: int = 40, prompt: int = 4200, finish: str = "stop") 
 SESSION = [
     UserMessage("fix add in app.py and run the tests"),
     *blocks(REPLY, finish="tool_calls"),
-    ToolCallParsed(EDIT), ToolStarted(EDIT), ToolFinished(EDIT, True, "edited app.py", 0.012, {"diff": DIFF}),
-    ToolCallParsed(TESTS), ToolStarted(TESTS),
+    ToolCallParsed(EDIT, touches=EDITS), ToolStarted(EDIT, EDITS),
+    ToolFinished(EDIT, True, "edited app.py", 0.012, {"diff": DIFF}),
+    ToolCallParsed(TESTS, touches=RUNS), ToolStarted(TESTS, RUNS),
     ToolFinished(TESTS, False, "F\n1 failed in 0.01s\n", 0.84, {"exit_code": 1}),
     *blocks("One test still fails: `test_sub` expects the old behaviour.", prompt=4900),
     TurnFinished("done", ""),
@@ -79,7 +82,7 @@ def test_approval_screen(snap_compare, repo):
     async def ask(pilot):
         await before(pilot)
         answer = asyncio.get_running_loop().create_future()
-        app.post_message(ApprovalRequested(ApprovalNeeded(EDIT, "edit", DIFF), answer))
+        app.post_message(ApprovalRequested(ApprovalNeeded(EDIT, "edit", DIFF, EDITS, "edit:*"), answer))
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=ask)
@@ -91,7 +94,7 @@ def test_help_and_denoise_screen(snap_compare, repo):
     async def show(pilot):
         await before(pilot)
         await pilot.press(*"/help", "enter", "f2")
-        app._on_step(DenoiseStep(2, 3, tuple(i % 3 != 0 for i in range(32)), (1, 4, 7)))
+        app.driver.on_step(DenoiseStep(2, 3, tuple(i % 3 != 0 for i in range(32)), (1, 4, 7)))
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=show)

@@ -12,9 +12,8 @@ import threading
 import time
 from pathlib import Path
 
-from tmux_helpers import ROOT, Tmux, make_repo, needs_tmux, write_replies
-
 from clover_code.ui.tui.terminal_guard import EXIT_HUNG_UP, terminal_gone, watch_terminal
+from tests.support.tmux import ROOT, Tmux, make_repo, needs_tmux, write_replies
 
 
 def test_a_hung_up_pty_is_told_from_one_that_never_was(tmp_path):

@@ -9,7 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tmux_helpers import ROOT, Tmux, needs_tmux
+
+from tests.support.tmux import ROOT, Tmux, needs_tmux
 
 pytestmark = needs_tmux
 

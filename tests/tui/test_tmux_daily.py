@@ -9,7 +9,7 @@ import signal
 import time
 from pathlib import Path
 
-from tmux_helpers import Tmux, logged_events, make_repo, needs_tmux, write_replies
+from tests.support.tmux import Tmux, logged_events, make_repo, needs_tmux, write_replies
 
 pytestmark = needs_tmux
 

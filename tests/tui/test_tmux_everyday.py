@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tmux_helpers import Tmux, make_repo, needs_tmux, write_replies
+from tests.support.tmux import Tmux, make_repo, needs_tmux, write_replies
 
 pytestmark = needs_tmux
 
@@ -74,7 +74,7 @@ def test_live_output_bang_at_path_rewind_redo_history_and_modes_at_120x40(tmux: 
     tmux.keys("Enter")
     tmux.wait_for("│ run the steps")
     tmux.keys("C-c")
-    for mode in ("auto-edit", "read-only", "ask"):
+    for mode in ("auto-edit", "plan", "ask"):
         tmux.keys("BTab")
         tmux.wait_for(f"│ {mode} │")
 

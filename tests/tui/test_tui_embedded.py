@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from tui_helpers import idle, notes, send, wait_for
-
 from clover_code.settings import Settings
 from clover_code.ui.tui.app import make_app
 from clover_code.ui.tui.widgets.denoise_view import DenoiseView
 from clover_code.wiring.assemble import build_agent
+from tests.support.tui import idle, notes, send, wait_for
 
 SLOW_S = 300.0  # an upper bound for a model load or a reply with both cores busy, not a pace
 
@@ -28,7 +27,7 @@ async def test_loading_progress_and_denoise_steps(repo, tiny_attention_ckpt):
         view = app.query_one(DenoiseView)
         assert view.last is not None and len(view.last.resolved) == app.agent.engine.info.block_size
         assert "resolved" in str(view.render())
-        assert app.stats.generated.forward_passes > 0
+        assert app.ledger.generated.forward_passes > 0
 
 
 async def test_model_command_loads_another_checkpoint_and_reports_a_bad_one(repo, tiny_attention_ckpt,
@@ -45,8 +44,8 @@ async def test_model_command_loads_another_checkpoint_and_reports_a_bad_one(repo
         assert app.status.info.model == str(tiny_hybrid_ckpt)
         await send(pilot, "hi")
         # Waits for what the screen shows, not for a pace: a busy machine makes them slower only.
-        await wait_for(pilot, lambda: app.stats.turns == 1 and not app.busy, timeout=SLOW_S)
-        assert app.stats.generated.forward_passes > 0  # the new model decoded the reply
+        await wait_for(pilot, lambda: app.ledger.finished == 1 and not app.busy, timeout=SLOW_S)
+        assert app.ledger.generated.forward_passes > 0  # the new model decoded the reply
 
         # A bad path keeps the model in use (issue 34): the session never goes without one.
         working = app.agent
@@ -59,4 +58,4 @@ async def test_model_command_loads_another_checkpoint_and_reports_a_bad_one(repo
         assert app.agent is working and app.settings.model == str(tiny_hybrid_ckpt)
         assert app.status.info.state == "ready" and app.status.info.model == str(tiny_hybrid_ckpt)
         await send(pilot, "hi again")
-        await wait_for(pilot, lambda: app.stats.turns == 2 and not app.busy, timeout=SLOW_S)  # the kept model answered
+        await wait_for(pilot, lambda: app.ledger.finished == 2 and not app.busy, timeout=SLOW_S)  # the kept model

@@ -342,7 +342,8 @@ def test_renaming_depends_only_on_the_seed_not_on_the_interpreters_hash_seed(tmp
 
     os.environ.update(GIT_ENV)
     (tmp_path / "session.json").write_text(json.dumps(generate(5, "fix-bug")))
-    code = ("import json, random, sys; sys.path.insert(0, '.'); from tools.training.demo_model.rename import renamed;"
+    # `python -c` in the repository root imports from there (its sys.path starts with the cwd).
+    code = ("import json, random; from tools.training.demo_model.rename import renamed;"
             f"s = json.load(open({str(tmp_path / 'session.json')!r}));"
             "print(json.dumps(renamed(s, random.Random(0), ['lantern', 'harbor', 'meadow'])))")
     runs = {subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,

@@ -119,3 +119,10 @@ def test_no_import_cycles():
         if start not in state:
             visit(start, [start])
     assert [" -> ".join(c) for c in cycles] == []
+
+
+def test_only_the_sandbox_imports_gitpython():
+    """GitPython left to itself starts host git; sandbox/gitpython.py binds it to the sandboxed git."""
+    found = sorted(f"{name} -> {m}" for name, path in modules().items() if name != "clover_code.sandbox.gitpython"
+                   for m in imports_of(path, name) if m.split(".")[0] == "git")
+    assert found == []

@@ -1,6 +1,6 @@
 """Agent-loop overhead, on a scripted engine and the real tools.
 
-    python tools/bench/bench_agent.py [--json] [--runs 7] [--round-trips 20]
+    python -m tools.bench.bench_agent [--json] [--runs 7] [--round-trips 20]
 
 loop_overhead_ms     per tool round-trip (one model request ending in one tool call, the
                      tool run, its result fed back): the wall time of a task minus the time
@@ -26,16 +26,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from bench_machine import machine_info  # noqa: E402
-
-from clover_code.agent import events as ev  # noqa: E402
-from clover_code.agent.permissions import approver_for_mode  # noqa: E402
-from clover_code.engine.scripted import ScriptedEngine  # noqa: E402
-from clover_code.settings import Settings  # noqa: E402
-from clover_code.wiring.assemble import build_agent  # noqa: E402
+from clover_code.agent import events as ev
+from clover_code.agent.permissions import approver_for_mode
+from clover_code.engine.scripted import ScriptedEngine
+from clover_code.settings import Settings
+from clover_code.wiring.assemble import build_agent
+from tools.bench.bench_machine import machine_info
 
 GOALS = {"loop_overhead_ms": 5.0, "first_tool_start_ms": 10.0}
 FILLER = " ".join(f"word{i}" for i in range(96))  # three more 32-token blocks after the call

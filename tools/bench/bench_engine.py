@@ -1,6 +1,6 @@
 """Benchmark the embedded block-diffusion engine on the peaked tiny checkpoints.
 
-    python tools/bench/bench_engine.py [--json] [--kinds attention,hybrid,demo] [--cases ...] [--threads N]
+    python -m tools.bench.bench_engine [--json] [--kinds attention,hybrid,demo] [--cases ...] [--threads N]
 
 Prints one JSON object keyed by checkpoint kind (`attention`, `hybrid`), each holding (case `base`):
   tpf, tokens_per_s          a 256-token greedy reply through EmbeddedEngine.stream
@@ -44,10 +44,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_machine import cpu_model
+from tools.bench.bench_machine import cpu_model
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tools" / "training")]  # the package; make_tiny_model
 
 RUNS = 5
 REPLY_TOKENS = 256
@@ -218,14 +217,14 @@ DEMO_MODES = {"none": {"scaffold": False}, "scaffold": {"scaffold": True}, "draf
 def measure_demo() -> dict:
     """The shipped demo checkpoint on real agent sessions (see the module docstring)."""
     import torch
-    from demo_model.families import FAMILIES
-    from demo_model.sessions import GIT_ENV, generate
 
     from clover_code.engine import ChatRequest
     from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
     from clover_code.engine.embedded.engine import EmbeddedEngine
     from clover_code.models import demo_model
     from clover_code.tools import default_registry
+    from tools.training.demo_model.families import FAMILIES
+    from tools.training.demo_model.sessions import GIT_ENV, generate
 
     os.environ.update(GIT_ENV)
     engine = EmbeddedEngine(demo_model(), scaffold=False)
@@ -319,7 +318,7 @@ def stream_all(engine, requests: list) -> dict:
 
 
 def build_checkpoints(out: Path) -> dict[str, Path]:
-    from make_tiny_model import make_tiny_model
+    from tools.training.make_tiny_model import make_tiny_model
 
     return {kind: out / kind if (out / kind / "config.json").exists() else make_tiny_model(out / kind, kind,
                                                                                            peaked=True)
@@ -328,8 +327,9 @@ def build_checkpoints(out: Path) -> dict[str, Path]:
 
 def measure(kind: str, folders: dict[str, Path], cases: set[str]) -> dict:
     """One kind's figures: the base case, then the prefix-state cases of bench_states.py."""
-    import bench_states
     import torch
+
+    from tools.bench import bench_states
 
     if kind == "demo":
         return measure_demo()
@@ -392,8 +392,9 @@ def main() -> None:
         build_checkpoints(folder)
         results = {}
         for kind in a.kinds.split(","):
-            child = subprocess.run([sys.executable, __file__, "--only", kind, "--checkpoints", str(folder),
-                                    "--threads", str(a.threads), "--cases", a.cases], capture_output=True, text=True)
+            child = subprocess.run([sys.executable, "-m", "tools.bench.bench_engine", "--only", kind,
+                                    "--checkpoints", str(folder), "--threads", str(a.threads), "--cases", a.cases],
+                                   capture_output=True, text=True, cwd=ROOT)
             if child.returncode:
                 sys.exit(f"bench of {kind} failed:\n{child.stderr[-3000:]}")
             results[kind] = json.loads(child.stdout.strip().splitlines()[-1])

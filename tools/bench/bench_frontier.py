@@ -28,10 +28,9 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tools" / "bench")]
+from tools.bench.bench_machine import machine_info
 
-from bench_machine import machine_info  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 GOAL = {"tpf": 12.0, "exact_call_rate": 0.85, "valid_call_rate": 1.0}  # issue 46
 SWEEPS = ("threshold:0.95,0.9,0.8,0.7,0.5", "factor:0.25,0.4,0.5,0.6,0.75,1,2,4", "entropy:0.1,0.3,1,2,4",

@@ -1,7 +1,7 @@
 """The engine on a random checkpoint with Clover's real shape, bf16 on CUDA (tools/bench/bench_gpu.sh).
 
-    python tools/bench/bench_gpu.py [--layers N] [--prefixes 1024,32768,130048] [--out FILE]
-    python tools/bench/bench_gpu.py --cpu --toy        # seconds, on CPU: keeps the script from rotting
+    python -m tools.bench.bench_gpu [--layers N] [--prefixes 1024,32768,130048] [--out FILE]
+    python -m tools.bench.bench_gpu --cpu --toy        # seconds, on CPU: keeps the script from rotting
 
 Clover-35B-A3B is a `qwen3_5_moe` hybrid: transformers' Qwen3_5MoeTextConfig defaults are its
 base's published shape (hidden 2048, 40 layers, 3 Gated DeltaNet : 1 gated attention, 16/2 heads
@@ -24,12 +24,8 @@ import os
 import platform
 import resource
 import statistics
-import sys
 import time
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT)]
 
 PEAK_VOCAB = 512  # output ids the peaked head can say
 TOY = dict(vocab_size=1024, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,

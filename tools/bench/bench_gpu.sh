@@ -19,4 +19,4 @@ export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TRANSFORMERS_V
 out=()
 [ -n "${OUT:-}" ] && out=(--out "$OUT/bench_gpu.json")
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >&2
-exec $PY tools/bench/bench_gpu.py "$@" "${out[@]}"
+exec $PY -m tools.bench.bench_gpu "$@" "${out[@]}"

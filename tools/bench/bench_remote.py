@@ -1,7 +1,7 @@
 """What serving costs: `clover-code serve` + RemoteEngine on loopback vs the embedded
 engine in-process, for the same request on the same checkpoint.
 
-    python tools/bench/bench_remote.py [--json] [--model CKPT] [--runs 7] [--max-tokens 128]
+    python -m tools.bench.bench_remote [--json] [--model CKPT] [--runs 7] [--max-tokens 128]
 
 block_latency_overhead_ms: per block, how much later it reaches the consumer through
 serve + RemoteEngine than in-process, counted from the request (median over blocks and
@@ -29,13 +29,9 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tools" / "training")]  # the package; make_tiny_model
-
-from bench_machine import cpu_model  # noqa: E402
-
-from clover_code.engine import ChatRequest  # noqa: E402
-from clover_code.engine.wire.remote import RemoteEngine  # noqa: E402
+from clover_code.engine import ChatRequest
+from clover_code.engine.wire.remote import RemoteEngine
+from tools.bench.bench_machine import cpu_model
 
 PROMPT = [{"role": "user", "content": "Write a short note about block diffusion."}]
 
@@ -131,7 +127,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         model = args.model
         if model is None:
-            from make_tiny_model import make_tiny_model
+            from tools.training.make_tiny_model import make_tiny_model
             model = make_tiny_model(Path(tmp) / "tiny", "attention", peaked=True)
         result = asyncio.run(measure(model, args.runs, args.max_tokens, args.threads))
     if args.json:

@@ -1,6 +1,6 @@
 """Benchmark the search tools and turn checkpoints on generated trees.
 
-    python tools/bench/bench_tools.py [--json] [--runs N]
+    python -m tools.bench.bench_tools [--json] [--runs N]
 
 - grep_vs_rg: our grep tool (through the registry) vs raw `rg -n` on a 50,000-file
   tree, run A B A B ..., ratio of medians after a warm-up (goal <= 1.5);
@@ -22,22 +22,17 @@ import random
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from bench_machine import machine_info  # noqa: E402
-
-from clover_code.tools import Registry, ToolContext  # noqa: E402
-from clover_code.tools.code import TOOLS as CODE_TOOLS  # noqa: E402
-from clover_code.tools.code import CodeMaps, RepoMap  # noqa: E402
-from clover_code.tools.search import TOOLS as SEARCH_TOOLS  # noqa: E402
-from clover_code.tools.workspace import Workspace  # noqa: E402
-from clover_code.tools.workspace.listing import rg_binary  # noqa: E402
+from clover_code.tools import Registry, ToolContext
+from clover_code.tools.code import TOOLS as CODE_TOOLS
+from clover_code.tools.code import CodeMaps, RepoMap
+from clover_code.tools.search import TOOLS as SEARCH_TOOLS
+from clover_code.tools.workspace import Workspace
+from clover_code.tools.workspace.listing import rg_binary
+from tools.bench.bench_machine import machine_info
 
 GOALS = {"grep_vs_rg": 1.5, "repo_map_warm_s": 0.2, "checkpoint_s": 0.5}
 NEEDLE = "needle_xyzzy_marker"

@@ -1,6 +1,6 @@
 """How fast the TUI shows committed blocks, next to a bare Textual `Log` on the same machine.
 
-    python tools/bench/bench_tui.py [--json] [--runs 5] [--blocks 120]
+    python -m tools.bench.bench_tui [--json] [--runs 5] [--blocks 120]
 
 For each rate (500 and 2,000 tokens/s, 32-token blocks) and each run, after a warm-up,
 side by side (ours, Log, ours, Log, ...):
@@ -33,7 +33,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_machine import machine_info
 from textual import events
 from textual._compositor import CompositorUpdate
 from textual.app import App, ComposeResult
@@ -53,6 +52,7 @@ from clover_code.engine import Block, EngineError, ToolCall
 from clover_code.settings import Settings
 from clover_code.ui.tui.app import make_app
 from clover_code.ui.tui.widgets.spinner import SpinnerState
+from tools.bench.bench_machine import machine_info
 
 BLOCK_TOKENS = 32
 SIZE = (120, 40)

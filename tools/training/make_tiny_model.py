@@ -1,6 +1,6 @@
 """Write a tiny random Clover-style checkpoint that the real loading path opens.
 
-    python tools/training/make_tiny_model.py OUT --kind attention|hybrid [--peaked] [--layers N] [--hidden H]
+    python -m tools.training.make_tiny_model OUT --kind attention|hybrid [--peaked] [--layers N] [--hidden H]
 
 The folder gets config.json, model.safetensors, a byte-level tokenizer (every UTF-8
 byte is one token, so multi-byte characters really do split across tokens), a

@@ -20,7 +20,7 @@
 #      bash tools/training/train_demo_gpu.sh judge .gpu-out/a .gpu-out/b ...
 #    scores each (60 held-out sessions, the copy probe on held-out drills, the three demo
 #    tasks end to end; about 10 minutes a model on these cores) to pick the one to ship:
-#    `python tools/training/train_demo_model.py export`'s folder, copied to clover_code/models/clover-demo.
+#    `python -m tools.training.train_demo_model export`'s folder, copied to clover_code/models/clover-demo.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUN=.gpu-run
@@ -38,7 +38,7 @@ prepare() {
   compgen -G "$RUN/drills.jsonl*" >/dev/null || \
     $gen $RUN/drills.jsonl --count "$drills" --seed 60000000 --family edit-line --slip-rate 0.2 --workers 2
   for f in $RUN/data/train.jsonl* $RUN/drills.jsonl*; do [[ $f == *.gz ]] || gzip -f "$f"; done
-  $py tools/training/train_demo_model.py train --run $RUN --steps 0  # the tokenizer, the rows, tools.json
+  $py -m tools.training.train_demo_model train --run $RUN --steps 0  # the tokenizer, the rows, tools.json
   rm -f $RUN/state-*.pt
   gzip -f $RUN/rows-*.pt  # pickled ids shrink about 9x: the carry's 64 MiB holds the repo too
   du -sh $RUN
@@ -63,19 +63,19 @@ train() {
     for rows in $RUN/rows-*.pt.gz; do gunzip -c "$rows" >/tmp/run-$name/"$(basename "$rows" .gz)"; done
     ln -s "$PWD/$RUN/data" /tmp/run-$name/data
   done
-  $py tools/training/train_demo_model.py train --run /tmp/run-a --lr 3e-3 "${flags[@]}" >"$out/a.log" 2>&1 &
-  $py tools/training/train_demo_model.py train --run /tmp/run-b --lr 2e-3 --size large "${flags[@]}" >"$out/b.log" 2>&1 &
+  $py -m tools.training.train_demo_model train --run /tmp/run-a --lr 3e-3 "${flags[@]}" >"$out/a.log" 2>&1 &
+  $py -m tools.training.train_demo_model train --run /tmp/run-b --lr 2e-3 --size large "${flags[@]}" >"$out/b.log" 2>&1 &
   # how busy the GPU is once both runs are going: the figure to size BATCH_TOKENS by next time
   (sleep ${LOAD_AT:-90}; nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv >/tmp/gpu-load.txt 2>&1) &
   wait
   tail -n 4 "$out/a.log" "$out/b.log"
   cat /tmp/gpu-load.txt 2>/dev/null || true
   # one run failing (its log says why) must not cost the other's checkpoint
-  $py tools/training/train_demo_model.py export --run /tmp/run-a --out /tmp/out/a || true
-  $py tools/training/train_demo_model.py export --run /tmp/run-b --out /tmp/out/b || true
+  $py -m tools.training.train_demo_model export --run /tmp/run-a --out /tmp/out/a || true
+  $py -m tools.training.train_demo_model export --run /tmp/run-b --out /tmp/out/b || true
   # the end of A's heavy-drill phase, in case the last phase undoes what it taught
   local drills=$(ls /tmp/run-a/state-attention-*.pt 2>/dev/null | sort -V | tail -n 1)
-  [ -z "$drills" ] || $py tools/training/train_demo_model.py export --run /tmp/run-a --state "$drills" \
+  [ -z "$drills" ] || $py -m tools.training.train_demo_model export --run /tmp/run-a --state "$drills" \
     --out /tmp/out/a-drills || true
   for name in a a-drills b; do
     [ -f /tmp/out/$name/model.safetensors ] || continue
@@ -102,7 +102,7 @@ judge() {
   local py=${PY:-.venv/bin/python} model task
   for model in "$@"; do
     echo "== $model"
-    OMP_NUM_THREADS=1 $py tools/training/train_demo_model.py eval --run $RUN --model "$model" --limit "${LIMIT:-60}" \
+    OMP_NUM_THREADS=1 $py -m tools.training.train_demo_model eval --run $RUN --model "$model" --limit "${LIMIT:-60}" \
       --json-out "$model/eval.json" >/dev/null
     $py - "$model/eval.json" <<'PY'
 import json, sys
@@ -112,10 +112,10 @@ print(f"held-out {r['sessions']}:", line(r))
 for family, f in r["families"].items():
     print(f"  {family}:", line(f))
 PY
-    $py tools/training/train_demo_model.py probe --run $RUN --model "$model" --sessions $RUN/drills-heldout.jsonl --limit 20
+    $py -m tools.training.train_demo_model probe --run $RUN --model "$model" --sessions $RUN/drills-heldout.jsonl --limit 20
     for task in ${TASKS:-fix-median add-slugify rename-function}; do
       echo "-- $task"
-      timeout 600 $py tools/demo.py --task $task --model "$model" 2>&1 | tail -n 3 || true
+      timeout 600 $py -m tools.demo --task $task --model "$model" 2>&1 | tail -n 3 || true
     done
   done
 }

@@ -1,14 +1,14 @@
 """Train the demo checkpoint that ships inside the package (issue 7).
 
-    python tools/training/train_demo_model.py data  --run RUN [--count 6000] [--heldout 150] [--workers 2]
+    python -m tools.training.train_demo_model data  --run RUN [--count 6000] [--heldout 150] [--workers 2]
                                                     [--slip-rate 0.3]
-    python tools/training/train_demo_model.py train --run RUN [--kind attention|hybrid] [--steps N] [--minutes M]
+    python -m tools.training.train_demo_model train --run RUN [--kind attention|hybrid] [--steps N] [--minutes M]
                                                     [--device cuda --batch-tokens 65536 --workers 12]
-    python tools/training/train_demo_model.py eval  --run RUN [--limit 150] [--sessions FILE] [--no-scaffold] [--draft]
+    python -m tools.training.train_demo_model eval  --run RUN [--limit 150] [--sessions FILE] [--no-scaffold] [--draft]
                                                     [--threshold T] [--policy NAME[:KNOB]]
                                                     [--json-out FILE] [--turns-out FILE]
-    python tools/training/train_demo_model.py probe --run RUN --model DIR [--limit 20] [--sessions FILE]
-    python tools/training/train_demo_model.py export --run RUN [--out clover_code/models/clover-demo]
+    python -m tools.training.train_demo_model probe --run RUN --model DIR [--limit 20] [--sessions FILE]
+    python -m tools.training.train_demo_model export --run RUN [--out clover_code/models/clover-demo]
 
 `data` writes synthetic agent sessions (tools/training/demo_model/sessions.py: the sandbox task
 families run through the real tools on generated repositories) to RUN/data; the held-out
@@ -37,7 +37,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
 DEFAULT_OUT = ROOT / "clover_code" / "models" / "clover-demo"
 
@@ -71,12 +70,11 @@ def cmd_data(args) -> int:
     data = args.run / "data"
     data.mkdir(parents=True, exist_ok=True)
     gen = [sys.executable, "-m", "tools.training.demo_model.sessions"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     slips = ["--slip-rate", str(args.slip_rate)]
     subprocess.run([*gen, str(data / "heldout.jsonl"), "--count", str(args.heldout), "--seed", "10000000", *slips],
-                   check=True, cwd=ROOT, env=env)
+                   check=True, cwd=ROOT)
     subprocess.run([*gen, str(data / "train.jsonl"), "--count", str(args.count), "--seed", str(args.seed),
-                    "--workers", str(args.workers), *slips], check=True, cwd=ROOT, env=env)
+                    "--workers", str(args.workers), *slips], check=True, cwd=ROOT)
     return 0
 
 

@@ -109,13 +109,13 @@ class ModelDenoiser:
         self.pool.clear()
 
     @torch.inference_mode()
-    def reuse(self, prompt: list[int]) -> torch.Tensor:
+    def reuse(self, prompt: list[int], owner: str | None = None) -> torch.Tensor:
         """Decode the next request against the cached prefix (this conversation's or a parked
         one, prefix_cache.py) that serves the longest part of `prompt` exactly, cut back to a
         checkpoint if need be; return the rest `[P']`, at least one token."""
         hybrid = self.split is not None
         match = self.pool.take(self.state, prompt, lambda s, p: usable_prefix(s, p, self.props, hybrid),
-                               self._fresh, self.text_config)
+                               self._fresh, self.text_config, owner)
         self.state, keep = match.state, match.keep
         self.pool.trim(self.state)
         self.last_reuse = Reuse(keep, len(prompt) - keep, match.source)

@@ -107,7 +107,8 @@ class EmbeddedEngine:
                                       checkpoint_bytes=budgets["checkpoint_bytes"],
                                       prefix_cache_bytes=budgets["prefix_cache_bytes"])
         self.info = EngineInfo("embedded", str(checkpoint.path), checkpoint.context_window, self.block_size,
-                               self.threshold, policy=policy_spec(self.policy))
+                               self.threshold, exact_count=True, trained_tools=checkpoint.props.trained_tools,
+                               policy=policy_spec(self.policy))
         self.stop_ids = checkpoint.stop_ids
         self.reused_tokens = 0  # prompt tokens the last request found already encoded
         self.last_reuse = self.denoiser.last_reuse  # the last request's reused / encoded / source
@@ -165,10 +166,10 @@ class EmbeddedEngine:
             return Threshold(threshold)
         return self.policy
 
-    def _pending(self, prompt: list[int]) -> torch.Tensor:
+    def _pending(self, prompt: list[int], session: str | None) -> torch.Tensor:
         """The prompt tokens the cached prefix lacks `[P']`; a failure forgets the cache."""
         try:
-            pending = self.denoiser.reuse(prompt)
+            pending = self.denoiser.reuse(prompt, session)
         except Exception:
             self.denoiser.reset()
             raise
@@ -192,7 +193,8 @@ class EmbeddedEngine:
                 self._grammars = Grammars(fmt, Vocabulary(self.tokenizer))
         if self._grammars is None:
             return None
-        return Scaffold(self._grammars.for_tools(request.tools), self.denoiser.props.mask_token_id)
+        grammar = self._grammars.for_tools(request.tools, required=request.tool_choice == "required")
+        return Scaffold(grammar, self.denoiser.props.mask_token_id)
 
     def _drafter(self, request: ChatRequest, prompt: list[int]) -> CopyDrafter | None:
         return CopyDrafter(prompt, self.stop_ids) if self.draft and request.temperature <= 0 else None
@@ -203,7 +205,7 @@ class EmbeddedEngine:
         from clover_code.engine.embedded.decoding import decode_blocks
 
         start = time.perf_counter()
-        pending = self._pending(prompt)
+        pending = self._pending(prompt, request.session)
         guide, drafter = self._guide(request), self._drafter(request, prompt)
         self.last_stats = HelperStats(guide.stats if guide else None, drafter.stats if drafter else None)
         detok, stopper = Detokenizer(self.tokenizer, self.stop_ids), StopStrings(request.stop)
@@ -218,7 +220,7 @@ class EmbeddedEngine:
                 yield Block(text=text, tokens=len(result.tokens), forward_passes=result.steps,
                             seconds_since_start=time.perf_counter() - start, ms=result.ms, index=result.index,
                             finish=finish, prompt_tokens=len(prompt) if finish else None,
-                            prompt_reused=self.last_reuse.reused if finish else None)
+                            prompt_reused=self.last_reuse.reused if finish else None, stop_sequence=stopper.hit)
                 if finish or cancelled():
                     return
         except Exception:

@@ -40,14 +40,18 @@ class PrefixCache:
         self._parked_parts: dict[object, int] | None = None
 
     def take(self, active: PrefixState, prompt: list[int], usable: Callable[[PrefixState, list[int]], int],
-             fresh: Callable[[], PrefixState], text_config: PretrainedConfig) -> Match:
-        """The state to decode `prompt` against, holding exactly its first `keep` tokens."""
-        candidates = [active, *reversed(self.parked)]  # ties go to the active, then the most recent
-        keep, best = max(((usable(s, prompt), s) for s in candidates), key=lambda x: x[0])
+             fresh: Callable[[], PrefixState], text_config: PretrainedConfig, owner: str | None = None) -> Match:
+        """The state to decode `prompt` against, holding exactly its first `keep` tokens. Among
+        states that serve as much, `owner`'s own conversation wins (two people who share a system
+        prompt each keep theirs), then the active one, then the most recent."""
+        candidates = [active, *reversed(self.parked)]
+        keep, _, best = max(((usable(s, prompt), owner is not None and s.owner == owner, s) for s in candidates),
+                            key=lambda x: x[:2])
         whole = keep == len(best.tokens)
         source = "cold" if not keep else ("live" if best is active else "parked") if whole else "cut"
         if self.budget <= 0:  # one conversation: cut the active state in place
             cut(active, keep)
+            active.owner = owner
             return Match(active, keep, source)
         if best is not active:
             self.parked.remove(best)
@@ -56,6 +60,7 @@ class PrefixCache:
         if not whole:
             self._park(best)  # whoever it belongs to keeps it, until the budget says otherwise
             best = fork(best, keep, text_config) if keep else fresh()
+        best.owner = owner if owner is not None else best.owner
         return Match(best, keep, source)
 
     def trim(self, active: PrefixState) -> None:

@@ -35,6 +35,7 @@ class PrefixState:
     tokens: list[int] = field(default_factory=list)  # ids whose state the cache holds
     boundaries: list[int] = field(default_factory=lambda: [0])  # prefix lengths at segment ends
     last_logits: torch.Tensor | None = None  # [V] at the last prefix position (logits_shift=1)
+    owner: str | None = None  # whose conversation it holds (ChatRequest.session), when a client says
 
     def storage(self) -> Iterator[tuple[object, int]]:
         """(key, bytes) of every storage this state holds; equal keys are one storage (a view,

@@ -39,6 +39,10 @@ class CheckpointProps:
     block_alignment: str = "prompt"  # "prompt" | "absolute"
     logits_shift: int = 0  # 0 | 1
     prefix_attention: str = "causal"  # "causal" | "block"
+    # The tools a checkpoint was trained to call (`clover_trained_tools` in config.json), when it
+    # names them: a small model trained on one tool list loses its way when the prompt offers
+    # others. None: any tool (Clover itself).
+    trained_tools: tuple[str, ...] | None = None
 
 
 def checkpoint_kind(model_type: str) -> str:
@@ -65,9 +69,13 @@ def read_props(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase | No
     if mask is None:
         raise EngineError("the checkpoint names no mask token: set `mask_token_id` in config.json "
                           "or a `mask_token` in the tokenizer")
+    tools = get("clover_trained_tools")
+    if tools is not None and not (isinstance(tools, list) and all(isinstance(n, str) for n in tools)):
+        raise EngineError(f"config clover_trained_tools must be a list of tool names, not {tools!r}")
     props = CheckpointProps(int(mask), int(get("block_size", DEFAULT_BLOCK_SIZE)),
                             str(get("block_alignment", "prompt")), int(get("logits_shift", 0)),
-                            str(get("prefix_attention", "causal")))
+                            str(get("prefix_attention", "causal")),
+                            tuple(tools) if tools is not None else None)
     if props.block_alignment not in ("prompt", "absolute"):
         raise EngineError(f"config block_alignment must be 'prompt' or 'absolute', not {props.block_alignment!r}")
     if props.logits_shift not in (0, 1):

@@ -22,6 +22,7 @@ from clover_code.engine.markup.json_grammar import (
     Enum,
     Feed,
     Frame,
+    GStr,
     JsonRules,
     Key,
     Lit,
@@ -71,14 +72,16 @@ class ParamValue(Frame):  # xml: free text until the closing tag; `matched` char
 
 
 FREE_FRAMES = (Top, Str, ParamValue)  # where text is the model's own
+CONTENT_FRAMES = (Str, GStr, ParamValue)  # inside a value's text: no added token lands there
 VALUE_FRAMES = (Str, ParamValue, Num, Enum)  # a value's contents: the model's own text, more or less free
 NAME_FRAMES = (Key, Name, ParamName)  # a key or a tool's name: one of the schema's, spelt out
 
 
 class CallGrammar:
-    """Replies with tool calls of `tools` (OpenAI function schemas) in the layout `fmt`."""
+    """Replies with tool calls of `tools` (OpenAI function schemas) in the layout `fmt`;
+    `required`: a reply that opens with a call (free text may follow it)."""
 
-    def __init__(self, fmt: CallFormat, tools: Iterable[Mapping[str, object]]):
+    def __init__(self, fmt: CallFormat, tools: Iterable[Mapping[str, object]], required: bool = False):
         schemas = Schemas()
         functions = [f for t in tools if isinstance(f := t.get("function", t), dict)
                      and isinstance(f.get("name"), str) and f["name"]]
@@ -87,13 +90,14 @@ class CallGrammar:
         self.args = tuple(schemas.add(f.get("parameters") or {"type": "object", "properties": {}}) for f in functions)
         self.nodes: list[Node] = schemas.nodes
         self.fmt, self.end = fmt, fmt.tail + CLOSE
-        self.json = JsonRules(self.nodes, fmt.item_sep, fmt.kv_sep)
+        self.json = JsonRules(self.nodes, fmt.item_sep, fmt.kv_sep, schemas.machines)
         self.feeds: dict[type, Feed] = {**self.json.feeds, Top: self._top, Name: self._name, Params: self._params,
                                         ParamName: self._param_name, ParamValue: self._param_value}
         self.lists: dict[type, Allowed] = {**self.json.lists, Top: _free, Name: self._name_chars,
                                            Params: self._params_chars, ParamName: self._param_name_chars,
                                            ParamValue: _free}
-        self.start: Stack = (Top(),)
+        # Required: the state just inside `<tool_call>`, with the tag itself still to write.
+        self.start: Stack = (Top(), Name()) + _lit(fmt.head) + _lit(OPEN) if required and self.names else (Top(),)
 
     # -- the interface -------------------------------------------------------------------------
     def feed(self, stack: Stack, text: str, structural: bool = False, strict: bool = False) -> Stack | None:
@@ -104,7 +108,7 @@ class CallGrammar:
         for c in text:
             while True:
                 frame = stack[-1]
-                if structural and isinstance(frame, (Str, ParamValue)):
+                if structural and isinstance(frame, CONTENT_FRAMES):
                     return None
                 if strict and c in WHITESPACE and is_gap(frame):
                     return None

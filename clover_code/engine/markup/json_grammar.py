@@ -15,7 +15,9 @@ model's space is as likely a string's first content (indentation) a position ear
 
 What the schema rules out: a key it lacks (when it lists properties), a closing brace before
 every required key, a value of the wrong type, an empty string where minLength >= 1, a value
-outside an enum. Numeric bounds and longer minimum lengths are left to the tool's validator.
+outside an enum, and a string outside the Lark grammar an `x-lark` keyword gives it (a
+freeform tool's input, lark_subset.py: its text is then written as `json.dumps` writes it).
+Numeric bounds and longer minimum lengths are left to the tool's validator.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, TypeVar
+
+from clover_code.engine.markup.lark_subset import CharMachine, Unsupported, compile_lark
 
 NodeKind = Literal["string", "integer", "number", "boolean", "null", "enum", "array", "object", "union"]
 ANY = 0  # node id of "any JSON value"
@@ -42,6 +46,7 @@ class Node:
     children: tuple[int, ...] = ()  # object: node per key; union: the members
     required: frozenset[str] = frozenset()
     closed: bool = False  # object: only `keys` (else any key, any value)
+    machine: int = -1  # string: the automaton (Schemas.machines) of the grammar it follows, if any
 
 
 # -- frames ------------------------------------------------------------------------------------
@@ -67,6 +72,14 @@ class Lit(Frame):  # `text`, of which `i` characters are matched
 class Str(Frame):  # string content; esc: 0 plain, 1 after a backslash, 10 + k with k + 1 hex digits to go
     need: int = 0  # characters still needed (a minimum length of one)
     esc: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class GStr(Frame):  # string content under a grammar; esc: 0 plain, 1 after a backslash, 2 in \uXXXX
+    machine: int
+    states: frozenset[int]
+    esc: int = 0
+    code: str = ""  # \u digits so far
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +128,7 @@ class Schemas:
 
     def __init__(self) -> None:
         self.nodes: list[Node] = [Node("union")]  # ANY, filled in below
+        self.machines: list[CharMachine] = []
         members = tuple(self._add(Node(k)) for k in ("string", "number", "object", "boolean", "null"))
         assert members[2] == OPEN_OBJECT
         self.nodes[ANY] = Node("union", children=members + (self._add(Node("array", item=ANY)),))
@@ -138,7 +152,8 @@ class Schemas:
         if isinstance(kind, list):
             return self._union([self.add({**schema, "type": k}) for k in kind])
         if kind == "string":
-            return self._add(Node("string", min_length=min(1, int(schema.get("minLength") or 0))))
+            return self._add(Node("string", min_length=min(1, int(schema.get("minLength") or 0)),
+                                  machine=self._machine(schema.get("x-lark"))))
         if kind in ("integer", "number", "boolean", "null"):
             return self._add(Node(kind))
         if kind == "array":
@@ -146,6 +161,16 @@ class Schemas:
         if kind == "object" or "properties" in schema:
             return self._object(schema)
         return ANY
+
+    def _machine(self, lark: object) -> int:
+        """The automaton of a string's Lark grammar; -1 (plain text) without one in the subset."""
+        if not isinstance(lark, str):
+            return -1
+        try:
+            self.machines.append(compile_lark(lark))
+        except Unsupported:
+            return -1
+        return len(self.machines) - 1
 
     def _object(self, schema: dict[str, object]) -> int:
         props, extra = schema.get("properties"), schema.get("additionalProperties")
@@ -178,13 +203,17 @@ def _key_text(key: object) -> str:
 class JsonRules:
     """How each JSON frame takes a character and what it allows, with the template's separators."""
 
-    def __init__(self, nodes: list[Node], item_sep: str = ", ", kv_sep: str = ": "):
+    def __init__(self, nodes: list[Node], item_sep: str = ", ", kv_sep: str = ": ",
+                 machines: list[CharMachine] | None = None):
         self.nodes, self.item_sep, self.kv_sep = nodes, item_sep, kv_sep
+        self.machines = machines or []
         self.feeds: dict[type, Feed] = {Value: self._value, Lit: _literal, Str: _string, Num: _number,
-                                        Enum: _enum, Obj: self._object, Key: self._key, Arr: self._array}
+                                        Enum: _enum, Obj: self._object, Key: self._key, Arr: self._array,
+                                        GStr: self._grammar_string}
         self.lists: dict[type, Allowed] = {
             Value: lambda st: self.first_chars(_top(st, Value).node), Lit: _literal_chars, Str: _free,
-            Num: _free, Enum: _enum_chars, Obj: self._object_chars, Key: self._key_chars, Arr: self._array_chars}
+            Num: _free, Enum: _enum_chars, Obj: self._object_chars, Key: self._key_chars, Arr: self._array_chars,
+            GStr: self._grammar_string_chars}
 
     def begin(self, nid: int, c: str) -> tuple[Stack, bool] | None:
         """Frames that start a value of node `nid` with `c`, and whether they consumed it."""
@@ -192,6 +221,8 @@ class JsonRules:
         if node.kind == "union":
             return next((r for m in node.children if (r := self.begin(m, c)) is not None), None)
         if node.kind == "string" and c == '"':
+            if node.machine >= 0:
+                return (GStr(node.machine, self.machines[node.machine].start),), True
             return (Str(node.min_length),), True
         if node.kind in ("integer", "number") and (c == "-" or c in DIGITS):
             return (Num("-" if c == "-" else "0" if c == "0" else "d", node.kind == "integer"),), True
@@ -282,6 +313,59 @@ class JsonRules:
         if arr.stage == 1:
             return frozenset([self.item_sep[0], "]"])
         return self.first_chars(self.nodes[arr.node].item) if arr.stage == 2 else None
+
+
+    # -- strings under a grammar: each character as json.dumps(ensure_ascii=False) spells it ------
+    def _grammar_string(self, stack: Stack, c: str) -> Step:
+        s, rest = _top(stack, GStr), stack[:-1]
+        machine = self.machines[s.machine]
+        if s.esc == 2:
+            code = s.code + c if c in _HEX else ""
+            if len(code) < 4:
+                return (rest + (GStr(s.machine, s.states, 2, code),), True) if code else None
+            decoded = chr(int(code, 16))
+            return self._spelled(rest, s, decoded) if _spelling(decoded) == "\\u" + code.lower() else None
+        if s.esc == 1:
+            if c == "u" and self._escapes(s, "\\u"):
+                return rest + (GStr(s.machine, s.states, 2),), True
+            return self._spelled(rest, s, _UNESCAPE[c]) if c in _UNESCAPE else None
+        if c == '"':
+            return (rest, True) if machine.accepts(s.states) else None
+        if c == "\\" and self._escapes(s, "\\"):
+            return rest + (GStr(s.machine, s.states, 1),), True
+        return self._spelled(rest, s, c) if _spelling(c) == c else None
+
+    def _escapes(self, s: GStr, start: str) -> bool:
+        """Whether a character the grammar allows next is spelled starting with `start` (else a
+        backslash there would lead nowhere)."""
+        nxt = self.machines[s.machine].next_chars(s.states)
+        return nxt is None or any(_spelling(d).startswith(start) for d in nxt)
+
+    def _spelled(self, rest: Stack, s: GStr, decoded: str) -> Step:
+        states = self.machines[s.machine].step(s.states, decoded)
+        return (rest + (GStr(s.machine, states),), True) if states else None
+
+    def _grammar_string_chars(self, stack: Stack) -> frozenset[str] | None:
+        s = _top(stack, GStr)
+        nxt = self.machines[s.machine].next_chars(s.states)
+        if nxt is None or s.esc == 2:
+            return None
+        spelled = [_spelling(d) for d in nxt]
+        if s.esc == 1:
+            return frozenset(sp[1] for sp in spelled if sp[0] == "\\")
+        closing = ['"'] if self.machines[s.machine].accepts(s.states) else []
+        return frozenset([sp[0] for sp in spelled] + closing)
+
+
+_UNESCAPE = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
+_SPELLING = {v: "\\" + k for k, v in _UNESCAPE.items()}
+
+
+def _spelling(c: str) -> str:
+    """How json.dumps (ensure_ascii=False) writes a character inside a string."""
+    if c in _SPELLING:
+        return _SPELLING[c]
+    return f"\\u{ord(c):04x}" if ord(c) < 0x20 else c
 
 
 def is_gap(frame: Frame) -> bool:

@@ -100,9 +100,10 @@ class Grammars:
         self.fmt, self.vocab, self.keep = fmt, vocab, keep
         self._by_tools: dict[str, TokenGrammar] = {}
 
-    def for_tools(self, tools: Sequence[Mapping[str, object]]) -> TokenGrammar:
-        key = tools_key(tools)
-        grammar = self._by_tools.pop(key, None) or TokenGrammar(CallGrammar(self.fmt, tools), self.vocab)
+    def for_tools(self, tools: Sequence[Mapping[str, object]], required: bool = False) -> TokenGrammar:
+        """`required`: the reply must open with a call (a request's tool_choice)."""
+        key = f"{required}:{tools_key(tools)}"
+        grammar = self._by_tools.pop(key, None) or TokenGrammar(CallGrammar(self.fmt, tools, required), self.vocab)
         self._by_tools[key] = grammar  # most recent last
         while len(self._by_tools) > self.keep:
             del self._by_tools[next(iter(self._by_tools))]

@@ -7,8 +7,11 @@ Two markups, both inside `<tool_call>...</tool_call>`:
 Text arrives block by block. `feed` returns the text a user should see (everything
 outside the markup) and every call whose closing tag has just arrived. A possible tag
 prefix at the end of a chunk (`<tool_c`) is held back until the next chunk says what it
-is, so visible text never contains markup. Lives in the engine layer so the server can
-turn model text into structured `tool_calls` with the same rules as the agent.
+is, so visible text never contains markup. Every byte of a reply lands in exactly one
+segment: text, a call (its markup as written), or debris: markup outside any call (a stray
+`</tool_call>`, what is left of a call's JSON after its closing tag, a tag the reply's end
+cut off), which no reader is shown. Lives in the engine layer so the server can turn model
+text into structured `tool_calls` with the same rules as the agent.
 """
 
 from __future__ import annotations
@@ -25,6 +28,15 @@ from clover_code.engine.markup.partial_tags import partial_tag_length
 from clover_code.jsonsafe import JSON, JSONObject
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
+# Markup that is never prose outside a call: the closing tag, the chat template's tool-result
+# tags and turn tokens, the XML format's closing tags. (The opening tag starts a call.)
+STRAY_TAGS = (CLOSE, "<tool_response>", "</tool_response>", "</function>", "</parameter>",
+              "<|im_start|>", "<|im_end|>", "<|endoftext|>")
+_TAGS = (OPEN, *STRAY_TAGS)
+_TAG = re.compile("|".join(map(re.escape, _TAGS)))
+# What a model leaves of a call's JSON after the closing tag (`}}`, `"}}`, `] }`), spaces around it.
+_LEFTOVER = re.compile(r'[\s"]*[}\]](?:[\s"]*[}\]])*\s*')
+_MAYBE_LEFTOVER = re.compile(r'[\s"}\]]*')  # text the next chunk may yet make leftovers of
 FORMAT_HINT = (
     'Write a tool call as <tool_call>{"name": "TOOL", "arguments": {...}}</tool_call> '
     "with the arguments as a JSON object."
@@ -41,6 +53,16 @@ class ParsedCall:
     error: str | None  # what was wrong (malformed JSON, missing name, cut off ...)
     raw: str  # the markup as written
     name: str | None = None  # best guess at the tool meant, when malformed
+
+
+@dataclass(frozen=True)
+class Debris:
+    """Markup outside any call: never shown, never sent back to the model as prose."""
+
+    text: str
+
+
+Segment = str | ParsedCall | Debris
 
 
 def new_call_id() -> str:
@@ -63,6 +85,8 @@ class ToolCallParser:
         self._strings = _string_params(tools)
         self._buf = ""  # text not yet handed out
         self._inside = False  # between <tool_call> and </tool_call>
+        # Just after markup (a call, a stray tag) or at the reply's start: a call's leftovers may come.
+        self._after_markup = True
 
     def feed(self, text: str) -> tuple[str, list[ParsedCall]]:
         return _join(self.feed_segments(text))
@@ -70,43 +94,67 @@ class ToolCallParser:
     def finish(self) -> tuple[str, list[ParsedCall]]:
         return _join(self.finish_segments())
 
-    def feed_segments(self, text: str) -> list[str | ParsedCall]:
-        """Like `feed`, keeping the order of text and calls."""
+    def feed_segments(self, text: str) -> list[Segment]:
+        """Like `feed`, keeping the order of text, calls and debris."""
         self._buf += text
-        out: list[str | ParsedCall] = []
-        while True:
-            if not self._inside:
-                at = self._buf.find(OPEN)
-                if at < 0:
-                    keep = partial_tag_length(self._buf, (OPEN,))
-                    visible, self._buf = self._buf[:len(self._buf) - keep], self._buf[len(self._buf) - keep:]
-                    if visible:
-                        out.append(visible)
-                    return out
-                if at:
-                    out.append(self._buf[:at])
-                self._buf, self._inside = self._buf[at + len(OPEN):], True
-            else:
-                end = self._buf.find(CLOSE)
-                reopen = self._buf.find(OPEN)
-                if reopen >= 0 and (end < 0 or reopen < end):
-                    # A new call began before this one closed: this one was never finished.
-                    body, self._buf = self._buf[:reopen], self._buf[reopen:]
-                    out.append(_cut_off(body, "a new <tool_call> began before </tool_call>"))
-                    self._inside = False
-                    continue
-                if end < 0:
-                    return out
-                body, self._buf = self._buf[:end], self._buf[end + len(CLOSE):]
-                out.append(self._parse(body))
-                self._inside = False
+        out: list[Segment] = []
+        while self._close_call(out) if self._inside else self._outside(out):
+            pass
+        return out
 
-    def finish_segments(self) -> list[str | ParsedCall]:
+    def finish_segments(self) -> list[Segment]:
         rest, self._buf = self._buf, ""
-        if self._inside:
-            self._inside = False
+        inside, after_markup = self._inside, self._after_markup
+        self._inside, self._after_markup = False, True
+        if inside:
             return [_cut_off(rest, "the reply ended before </tool_call>")]
-        return [rest] if rest else []
+        if not rest:
+            return []
+        leftover = after_markup and _LEFTOVER.fullmatch(rest) is not None
+        cut_tag = len(rest) > 1 and partial_tag_length(rest, _TAGS) == len(rest)  # a lone `<` stays text
+        return [Debris(rest) if leftover or cut_tag else rest]
+
+    def _outside(self, out: list[Segment]) -> bool:
+        """Hand out the text, debris and opening tag the buffer settles; whether to go on."""
+        if self._after_markup:
+            if _MAYBE_LEFTOVER.fullmatch(self._buf):
+                return False  # the next chunk says whether it is leftovers or text
+            self._after_markup = False
+            if m := _LEFTOVER.match(self._buf):
+                out.append(Debris(m.group()))
+                self._buf = self._buf[m.end():]
+        tag = _TAG.search(self._buf)
+        if tag is None:
+            cut = len(self._buf) - partial_tag_length(self._buf, _TAGS)
+            if cut:
+                out.append(self._buf[:cut])
+            self._buf = self._buf[cut:]
+            return False
+        if tag.start():
+            out.append(self._buf[:tag.start()])
+        self._buf = self._buf[tag.end():]
+        if tag.group() == OPEN:
+            self._inside = True
+        else:
+            out.append(Debris(tag.group()))
+            self._after_markup = True
+        return True
+
+    def _close_call(self, out: list[Segment]) -> bool:
+        """Hand out the call whose closing tag has come; whether to go on."""
+        end = self._buf.find(CLOSE)
+        reopen = self._buf.find(OPEN)
+        if reopen >= 0 and (end < 0 or reopen < end):
+            # A new call began before this one closed: this one was never finished.
+            body, self._buf = self._buf[:reopen], self._buf[reopen:]
+            out.append(_cut_off(body, "a new <tool_call> began before </tool_call>"))
+        elif end >= 0:
+            body, self._buf = self._buf[:end], self._buf[end + len(CLOSE):]
+            out.append(self._parse(body))
+        else:
+            return False
+        self._inside, self._after_markup = False, True
+        return True
 
     def _parse(self, body: str) -> ParsedCall:
         raw = OPEN + body + CLOSE
@@ -138,15 +186,20 @@ class ToolCallParser:
         return _call(name, args, raw)
 
 
-def _join(segments: list[str | ParsedCall]) -> tuple[str, list[ParsedCall]]:
+def _join(segments: list[Segment]) -> tuple[str, list[ParsedCall]]:
     text = "".join(s for s in segments if isinstance(s, str))
     return text, [s for s in segments if isinstance(s, ParsedCall)]
 
 
-def split_text(text: str, tools: Iterable[JSONObject] | None = None) -> list[str | ParsedCall]:
-    """A whole reply cut into visible text and calls, in order."""
+def split_text(text: str, tools: Iterable[JSONObject] | None = None) -> list[Segment]:
+    """A whole reply cut into visible text, calls and debris, in order."""
     parser = ToolCallParser(tools)
     return parser.feed_segments(text) + parser.finish_segments()
+
+
+def written_calls(text: str, tools: Iterable[JSONObject] | None = None) -> list[ParsedCall]:
+    """The calls a whole reply writes, malformed ones included, in order."""
+    return [s for s in split_text(text, tools) if isinstance(s, ParsedCall)]
 
 
 def _guess_name(body: str) -> str | None:

@@ -8,28 +8,32 @@ A folder that is not a git repository (or a sub-folder of one) gets a private sh
 repository under the user's cache directory whose work tree is the folder; no .git is ever
 created in it.
 
-Undo and rewind put back only what this session changed: after each change a snapshot
-records the work tree (`settle`), so a turn's own files are those that differ between its
-checkpoint and its last settled tree. Of those, a file someone changed since (a second
-session in the same repository, the user's editor) is left as it is, and the summary says
-so; files this session never touched are never rewritten. `/diff` shows this session's
-files only. Restoring rewrites only files that differ: created ones are removed, deleted
-ones come back. Ignored files (build output, venvs, `.env`) are neither saved nor touched,
-whatever a checkpoint's tree holds. Git runs
-inside the sandbox like every other git command (sandbox/gitrun.py), with hooks off.
+Undo and rewind put back only what this session changed: a snapshot before each change
+(`ensure`) and after it (`settle`) tell the session's own changes from what someone else (a
+second session in the same repository, the user's editor) changed between them
+(ownership.py). Each file of the session's goes back as it was before the session first
+changed it; one someone else changed between the session's changes, or since, is left as it
+is, and the summary says so; files this session never touched are never rewritten, and a
+redo puts back only what its rewind changed. `/diff` shows this session's files only.
+Restoring rewrites only files that differ: created ones are removed, deleted ones come back.
+Ignored files (build output, venvs, `.env`) are neither saved nor touched, whatever a
+checkpoint's tree holds. Git runs inside the sandbox like every other git command
+(sandbox/gitrun.py), with hooks off; what differs between two trees comes as GitPython's
+Diff objects from that same git (sandbox/gitpython.py).
 Sessions at work in the same folder see each other (live_sessions.py), and undo says so.
 
 A session's checkpoints outlive its process, so a rewind of a resumed session (`--resume`,
 `/model`) restores files as within one run. They are kept per session id (the session
 log's) under refs/clover/checkpoints/<session>/: `turn-N` (the tree before turn N's first
-change), `settled-N` (after its latest), `redo-K` (the tree before the K-th rewind that
-/redo can take back) and `from-N` (checkpoints are kept for every turn from N: a turn before
-it ran in a version that kept them per run, so its files cannot be restored). The refs live
-in the git dir (or the shadow repository), and are written down in the user's state folder
-too (checkpoint_ledger.py): a resumed session trusts a ref only as written down there, as a
-program git runs could forge one. The log gives only the session id (made ref-safe) and the
-turn numbers. A restore never writes
-inside a `.git` or under the root's `.clover/`, whatever a checkpoint's tree holds.
+change), `settled-N` (after its latest), `redo-K` and `rewound-K` (the trees before and after
+the K-th rewind that /redo can take back). The refs live in the git dir (or the shadow
+repository), and are written down in the user's state folder too (checkpoint_ledger.py): a
+resumed session trusts a ref only as written down there, as a program git runs could forge
+one. Noted beside them: what someone else changed between a turn's changes, and the first
+turn whose checkpoints are kept (`from`: a turn before it ran in a version that kept them per
+run, so its files cannot be restored; a `from-N` ref in versions before). The log gives only
+the session id (made ref-safe) and the turn numbers. A restore never writes inside a `.git`
+or under the root's `.clover/`, whatever a checkpoint's tree holds.
 """
 
 from __future__ import annotations
@@ -47,11 +51,14 @@ from pathlib import Path
 from typing import Literal, overload
 
 from clover_code.errors import ToolError
+from clover_code.jsonsafe import JSON
 from clover_code.sandbox import own_dirs
-from clover_code.sandbox.gitrun import Git, GitResult
+from clover_code.sandbox.gitpython import SandboxedRepo, diff_trees
+from clover_code.sandbox.gitrun import Git, GitResult, Repository
 from clover_code.tools.workspace import reserved_path
 from clover_code.tools.workspace.checkpoint_ledger import RefLedger
 from clover_code.tools.workspace.live_sessions import LiveSession, LiveSessions
+from clover_code.tools.workspace.ownership import RestorePlan, TurnOwnership, TurnRecord, first_changes, restore_plan
 
 # Snapshots are clover-code's, dated now (empty: git's own clock), whoever the user commits as.
 IDENTITY = {"GIT_AUTHOR_NAME": "clover-code", "GIT_AUTHOR_EMAIL": "clover-code@localhost",
@@ -63,9 +70,10 @@ SHADOW_EXCLUDES = "node_modules/\n.venv/\nvenv/\n__pycache__/\n*.pyc\n.mypy_cach
 NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
 LISTED = 8  # file names shown per kind in an undo summary
 KEEP_DAYS = 14  # checkpoint refs of older sessions are dropped (their objects then age out in gc)
+PRUNE_EVERY_S = 3600.0  # looked for at most this often per repository: it costs a session start a git run
 REFS = "refs/clover/checkpoints"
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-_REF = re.compile(r"(turn|settled|redo|from)-(\d{1,9})")
+_REF = re.compile(r"(turn|settled|redo|rewound|from)-(\d{1,9})")
 
 
 class CheckpointError(ToolError):
@@ -83,6 +91,7 @@ class Checkpoints:
         self._runner = git or Git(self.root)
         self._lock = threading.Lock()
         self._git_dir: Path | None = None  # found on first use
+        self._repo: SandboxedRepo | None = None  # the same, as GitPython's objects (made on first use)
         self._writable: tuple[Path, ...] = ()  # the git dirs snapshots write to
         self._ledger: RefLedger | None = None  # where the refs are written down (found with the git dir)
         self._shadow = False  # True: a private repository, not the user's
@@ -94,8 +103,10 @@ class Checkpoints:
         self._first: str | None = None  # the session's first checkpoint, kept after undo
         self._count = 0
         self._turn = -1  # turns count from 0, as the conversation counts them; shown from 1
-        self._kept_from: int | None = None  # the first turn whose checkpoints are kept (from-N)
+        self._kept_from: int | None = None  # the first turn whose checkpoints are kept (written down)
         self._taken = False  # a checkpoint exists for the current turn
+        self._open = False  # a change is under way: snapshot before it taken, after it not yet
+        self._pre: str | None = None  # the tree before the change under way
         self._redo: list[_Rewind] = []  # what rewinds undid, latest last
         self._loaded = True  # nothing to read back: a new session (continue_session says otherwise)
         self._turns = 0  # continue_session(): the conversation's turns, and the rewinds redo can take back
@@ -103,6 +114,8 @@ class Checkpoints:
         self._refs: dict[str, str] = {}  # this session's refs (name under its folder -> commit), as written down
         # checkpoint commit -> the work tree after its turn's latest change (settle())
         self._settled: dict[str, str] = {}
+        self._trees: dict[str, str] = {}  # checkpoint commit -> its tree, for this run's checkpoints
+        self._owned: dict[str, TurnOwnership] = {}  # checkpoint commit -> what others changed in its turn
         self._made: list[str] = []  # every checkpoint of the session, oldest first (undone ones too)
         # Seen by other sessions in this folder for as long as this process lives.
         self.live = LiveSessions(self.root, self._session)
@@ -132,48 +145,68 @@ class Checkpoints:
         checkpoints of the turns it replaces (rewound away) are gone for good."""
         with self._lock:
             self._turn = self._turn + 1 if turn is None else turn
-            self._taken = False
+            self._taken = self._open = False
             self._load()  # first: an earlier run's pending redo is one of those now gone
             self._redo.clear()  # a new turn: what rewinds undid is gone for good
             self._stack = [entry for entry in self._stack if entry[0] < self._turn]
             try:
                 self._ensure_git_dir()
-                stale = [name for name in self._refs if (found := _REF.fullmatch(name)) and (
-                    found[1] == "redo" or (found[1] in ("turn", "settled") and int(found[2]) >= self._turn))]
-                marker = None
-                if self._kept_from is None:
-                    marker = self._keep(self._git("mktree", input=""),
-                                        f"clover: checkpoints kept from turn {self._turn + 1}", ref=None)
-                self._update_refs(stale, {f"from-{self._turn}": marker} if marker else {})
+                stale = [name for name in self._refs if (found := _REF.fullmatch(name)) and (found[1] in (
+                    "redo", "rewound") or (found[1] in ("turn", "settled") and int(found[2]) >= self._turn))]
+                self._update_refs(stale, {})
             except ToolError:  # no git here (no sandbox...): no checkpoint can be kept, none is said to be
                 return
             if self._kept_from is None:
                 self._kept_from = self._turn
+                self._write_down()
 
     def ensure(self) -> None:
-        """Snapshot the work tree, once per turn, before its first change."""
+        """Snapshot the work tree before a change: the turn's checkpoint before its first; before
+        a later one, what changed since the last is someone else's (ownership.py). Once per
+        change: a second call before `settle` (run_shell asks for itself) does nothing."""
         with self._lock:
-            if self._taken:
+            if self._open:
                 return
             self._load()
             tree = self._snapshot_tree()
-            parent = ["-p", self._stack[-1][1]] if self._stack else []
-            ref = f"turn-{self._turn}" if self._turn >= 0 else f"made-{self._count + 1}"
-            commit = self._keep(tree, f"clover checkpoint: turn {self._turn + 1}", *parent, ref=ref)
-            self._stack.append((self._turn, commit))
-            self._made.append(commit)
-            self._first = self._first or commit
-            self._taken = True
+            if self._taken and self._stack:
+                self._changed_between(self._stack[-1][1], tree)
+            else:
+                parent = ["-p", self._stack[-1][1]] if self._stack else []
+                ref = f"turn-{self._turn}" if self._turn >= 0 else f"made-{self._count + 1}"
+                commit = self._keep(tree, f"clover checkpoint: turn {self._turn + 1}", *parent, ref=ref)
+                self._stack.append((self._turn, commit))
+                self._made.append(commit)
+                self._trees[commit], self._owned[commit] = tree, TurnOwnership()
+                self._first = self._first or commit
+                self._taken = True
+            self._pre, self._open = tree, True
 
     def settle(self) -> None:
-        """Snapshot the work tree after a change of this turn: what differs from the turn's
-        checkpoint is this session's to undo (what others change after this is not)."""
+        """Snapshot the work tree after a change of this turn: what differs across the change is
+        this session's to undo (what others change before or after it is not)."""
         with self._lock:
-            if self._taken and self._stack:
-                turn, commit = self._stack[-1]
-                tree = self._settled[commit] = self._snapshot_tree()
-                if turn >= 0:  # read back with the checkpoint when the session is resumed
-                    self._update_refs([], {f"settled-{turn}": tree})
+            if not (self._taken and self._stack):
+                return
+            turn, commit = self._stack[-1]
+            tree = self._settled[commit] = self._snapshot_tree()
+            owned = self._owned.get(commit)
+            if owned is not None and owned.others and self._pre is not None:
+                owned.changed_by_session(self._paths(self._pre, tree))
+            self._pre, self._open = None, False
+            if turn >= 0:  # read back with the checkpoint when the session is resumed
+                self._update_refs([], {f"settled-{turn}": tree})
+
+    def _changed_between(self, commit: str, tree: str) -> None:
+        """Before a later change of the turn of `commit`: what differs between the tree after its
+        last change and `tree` (now) was changed by someone else."""
+        before = self._trees.get(commit, f"{commit}^{{tree}}")
+        last = self._settled.get(commit, before)
+        if last == tree:
+            return
+        owned = self._owned.setdefault(commit, TurnOwnership())
+        owned.changed_between(self._paths(last, tree), owned.own(self._paths(before, last)))
+        self._write_down()
 
     def other_sessions(self) -> list[LiveSession]:
         """Other clover-code sessions at work in this folder now."""
@@ -189,12 +222,13 @@ class Checkpoints:
             current = self._snapshot_tree()
             while self._stack:
                 turn, commit = self._stack.pop()
-                mine, kept = self._ours(current, [commit])
-                changes = self._restore_paths(current, commit, mine)
-                if changes or kept:
+                plan = self._plan(current, [commit])
+                changes = self._restore(current, plan)
+                if changes or plan.kept:
                     headline = f"Undid turn {turn + 1}: the files are back as they were before it."
                     return self._told(_summary(headline, changes) if changes else
-                                      f"Turn {turn + 1} not undone: every file it changed was changed since.", kept)
+                                      f"Turn {turn + 1} not undone: every file it changed was changed since.",
+                                      plan.kept)
             self._taken = False
             return self._told("Nothing to undo: the files already match the session's start.", [])
 
@@ -206,22 +240,25 @@ class Checkpoints:
         with self._lock:
             self._load()
             if not files:
-                self._pushed(_Rewind(None, self._rewound(turn) if conversation else []))
+                self._pushed(_Rewind(None, None, self._rewound(turn) if conversation else []))
                 return ""
             if self._kept_from is None or turn < self._kept_from:
-                self._pushed(_Rewind(None, self._rewound(turn) if conversation else []))
+                self._pushed(_Rewind(None, None, self._rewound(turn) if conversation else []))
                 return NOT_KEPT
             later = [entry for entry in self._stack if entry[0] >= turn]
             if not later:
-                self._pushed(_Rewind(None, self._rewound(turn) if conversation else []))
+                self._pushed(_Rewind(None, None, self._rewound(turn) if conversation else []))
                 return "No files to restore: they were not changed since that turn."
-            current = self._keep(self._snapshot_tree(), f"clover redo point: before rewinding to turn {turn + 1}",
-                                 ref=f"redo-{len(self._redo) + 1}")
-            mine, kept = self._ours(current, [commit for _, commit in later])
-            changes = self._restore_paths(current, later[0][1], mine)
-            self._redo.append(_Rewind(current, self._rewound(turn) if conversation else []))
+            current = self._snapshot_tree()
+            point = self._keep(current, f"clover redo point: before rewinding to turn {turn + 1}", ref=None)
+            plan = self._plan(current, [commit for _, commit in later])
+            changes = self._restore(current, plan)
+            after = self._snapshot_tree() if changes else current
+            depth = len(self._redo) + 1
+            self._update_refs([], {f"redo-{depth}": point, f"rewound-{depth}": after})
+            self._redo.append(_Rewind(point, after, self._rewound(turn) if conversation else []))
             return self._told(_summary("The files are back as they were before that turn.", changes) if changes else (
-                "No files to restore: they already match that turn's start."), kept)
+                "No files to restore: they already match that turn's start."), plan.kept)
 
     def files_kept(self, turn: int) -> bool:
         """Whether a rewind to `turn` can restore the files (its checkpoints were kept)."""
@@ -238,10 +275,10 @@ class Checkpoints:
     def _pushed(self, undone: _Rewind) -> None:
         """A rewind that changed no file: an earlier redo point at its depth is not its."""
         self._redo.append(undone)
-        stale = f"redo-{len(self._redo)}"
-        if stale in self._refs:
+        stale = [name for name in (f"redo-{len(self._redo)}", f"rewound-{len(self._redo)}") if name in self._refs]
+        if stale:
             try:
-                self._update_refs([stale], {})
+                self._update_refs(stale, {})
             except CheckpointError:
                 pass
 
@@ -253,38 +290,56 @@ class Checkpoints:
                 return ""
             undone = self._redo[-1]
             changes: list[tuple[str, str]] = []
+            kept: list[str] = []
             if undone.tree is not None:  # restored before the stacks move: a failure leaves both as they were
                 current = self._snapshot_tree()
-                changes = self._restore_paths(current, undone.tree, [path for _, path in self._changes(
-                    current, f"{undone.tree}^{{tree}}")])
+                plan = self._redo_plan(undone.tree, undone.after, current)
+                changes, kept = self._restore(current, plan), plan.kept
             self._redo.pop()
             self._stack.extend(undone.stack)
-            return _summary("The files are back as they were before the rewind.", changes) if changes else ""
+            if not changes and not kept:
+                return ""
+            return self._told(_summary("The files are back as they were before the rewind.", changes) if changes
+                              else "No files restored: each one the rewind changed was changed since.", kept)
 
-    def _ours(self, current: str, checkpoints: list[str]) -> tuple[list[str], list[str]]:
-        """The files the turns of `checkpoints` (oldest first) changed, as two lists: those
-        still as this session left them, and those someone changed since (left alone)."""
-        ours: set[str] = set()
-        for commit in checkpoints:  # a turn never settled (cancelled mid-call): now stands in
-            ours |= self._paths(f"{commit}^{{tree}}", self._settled.get(commit, current))
-        last = self._settled.get(checkpoints[-1], current)
-        since = self._paths(last, current) if last != current else set()
-        return sorted(ours - since), sorted(ours & since)
+    def _redo_plan(self, point: str, after: str | None, current: str) -> RestorePlan:
+        """What taking back a rewind restores: the files it changed (from `point`, the tree before
+        it, to `after`), of those, not one someone changed since."""
+        before = f"{point}^{{tree}}"
+        if after is None:  # a rewind written down by an earlier version: every file that differs
+            return RestorePlan({point: sorted(self._paths(current, before))}, [])
+        rewound = self._paths(after, before)
+        since = rewound & self._paths(after, current)
+        return RestorePlan({point: sorted(rewound - since)}, sorted(since))
+
+    def _plan(self, current: str, checkpoints: list[str]) -> RestorePlan:
+        """What going back over the turns of `checkpoints` (oldest first) restores (ownership.py)."""
+        return restore_plan(self._records(checkpoints, current), current, self._paths)
+
+    def _records(self, checkpoints: list[str], current: str) -> list[TurnRecord]:
+        """The turns of `checkpoints`; a turn never settled (cancelled mid-call): now stands in."""
+        return [TurnRecord(commit, self._trees.get(commit, f"{commit}^{{tree}}"), self._settled.get(commit, current),
+                           self._owned.get(commit, TurnOwnership())) for commit in checkpoints]
 
     def _paths(self, old: str, new: str) -> set[str]:
-        return {path for _, path in self._changes(old, new)}
+        return {path for _, path in self._changes(old, new)} if old != new else set()
 
-    def _restore_paths(self, current: str, commit: str, paths: list[str]) -> list[tuple[str, str]]:
-        """Put `paths` back as `commit` has them (one created since is removed); the changes made."""
-        wanted = {path for path in paths if reserved_path(Path(path)) is None}  # never .git, never .clover/
+    def _restore(self, current: str, plan: RestorePlan) -> list[tuple[str, str]]:
+        """Put the plan's paths back as their checkpoints have them (one created since is removed);
+        the changes made, as (status from now to the checkpoint, path)."""
+        wanted = {path for path in plan.paths if reserved_path(Path(path)) is None}  # never .git, never .clover/
         wanted -= self._ignored(wanted)
-        changes = [change for change in self._changes(current, f"{commit}^{{tree}}") if change[1] in wanted]
-        if changes:
-            self._git("--literal-pathspecs", "restore", f"--source={commit}", "--staged", "--worktree",
-                      "--pathspec-from-file=-", "--pathspec-file-nul",
-                      input="".join(f"{path}\0" for _, path in changes))
+        changes: list[tuple[str, str]] = []
+        for commit, paths in plan.sources.items():
+            mine = wanted.intersection(paths)
+            group = [change for change in self._changes(current, f"{commit}^{{tree}}") if change[1] in mine]
+            if group:
+                self._git("--literal-pathspecs", "restore", f"--source={commit}", "--staged", "--worktree",
+                          "--pathspec-from-file=-", "--pathspec-file-nul",
+                          input="".join(f"{path}\0" for _, path in group))
+            changes += group
         self._taken = False  # a later change needs a fresh checkpoint
-        return changes
+        return sorted(changes, key=lambda change: change[1])
 
     def _ignored(self, paths: set[str]) -> set[str]:
         """Of `paths`, those git ignores and the user's index does not track (a `.env`): a restore
@@ -302,7 +357,7 @@ class Checkpoints:
         lines = [summary]
         if kept:
             more = f", ... ({len(kept) - LISTED} more)" if len(kept) > LISTED else ""
-            lines.append(f"{len(kept)} left as they are (changed since by someone else): "
+            lines.append(f"{len(kept)} left as they are (someone else changed them too): "
                          f"{', '.join(kept[:LISTED])}{more}")
         others = self.live.others()
         if others:
@@ -327,8 +382,18 @@ class Checkpoints:
             [f"delete {prefix}/{name}\n" for name in delete] +
             [f"update {prefix}/{name} {value}\n" for name, value in create.items()]))
         self._refs = {name: value for name, value in self._refs.items() if name not in delete} | create
-        if self._ledger is not None:
-            self._ledger.write(self._name, self._refs)
+        self._write_down()
+
+    def _write_down(self) -> None:
+        """This session's refs, and what others changed in its turns, in the user's state folder."""
+        if self._ledger is None:
+            return
+        notes: dict[str, JSON] = {
+            name: owned.to_json() for name, value in self._refs.items()
+            if name.startswith("turn-") and (owned := self._owned.get(value)) and (owned.others or owned.tainted)}
+        if self._kept_from is not None:  # a from-N ref, in versions before: a marker needs no git run
+            notes["from"] = self._kept_from
+        self._ledger.write(self._name, self._refs, notes)
 
     def _load(self) -> None:
         """An earlier run's checkpoints of this session, read back once (continue_session):
@@ -339,11 +404,15 @@ class Checkpoints:
         prefix = f"{REFS}/{self._name}/"
         try:
             self._ensure_git_dir()
-            listing = self._git("for-each-ref", "--format=%(objectname) %(refname)", prefix)
+            written = self._ledger.read(self._name) if self._ledger is not None else {}
+            # nothing written down, nothing to trust: a new session needs no git run here
+            listing = self._git("for-each-ref", "--format=%(objectname) %(refname)", prefix) if written else ""
         except ToolError:  # no git here (no sandbox...): this run's checkpoints only, as a snapshot will say
             return
-        written = self._ledger.read(self._name) if self._ledger is not None else {}
-        found: dict[str, dict[int, str]] = {"turn": {}, "settled": {}, "redo": {}, "from": {}}
+        notes = self._ledger.notes(self._name) if self._ledger is not None else {}
+        found: dict[str, dict[int, str]] = {"turn": {}, "settled": {}, "redo": {}, "rewound": {}, "from": {}}
+        if isinstance(kept := notes.get("from"), int) and kept >= 0:
+            found["from"][kept] = ""
         for line in listing.splitlines():
             value, _, ref = line.partition(" ")
             name = ref.removeprefix(prefix)
@@ -354,6 +423,10 @@ class Checkpoints:
                 found[match[1]][int(match[2])] = value
         if found["from"]:
             self._kept_from = min(found["from"])
+        lost = [int(match[2]) for name in written if (match := _REF.fullmatch(name)) and match[1] == "turn"
+                and name not in self._refs]  # written down, gone from git (deleted by hand, or forged over)
+        if lost and self._kept_from is not None:
+            self._kept_from = max(self._kept_from, max(lost) + 1)
         turns = sorted(found["turn"].items())
         # /diff shows the whole session: the earlier runs' checkpoints count as this one's
         earlier = [commit for _, commit in turns if commit not in self._made]
@@ -364,7 +437,9 @@ class Checkpoints:
         for turn, commit in turns:
             if turn in found["settled"]:
                 self._settled[commit] = found["settled"][turn]
-        self._redo = [_Rewind(found["redo"].get(depth), [entry for entry in turns if lo <= entry[0] < hi])
+            self._owned.setdefault(commit, TurnOwnership.from_json(notes.get(f"turn-{turn}")))
+        self._redo = [_Rewind(found["redo"].get(depth), found["rewound"].get(depth),
+                              [entry for entry in turns if lo <= entry[0] < hi])
                       for depth, (lo, hi) in enumerate(self._pending, 1)]
 
     def diff_since_start(self) -> str:
@@ -375,13 +450,10 @@ class Checkpoints:
             if self._first is None:
                 return ""
             current = self._snapshot_tree()
-            ours: set[str] = set()
-            for commit in self._made:
-                ours |= self._paths(f"{commit}^{{tree}}", self._settled.get(commit, current))
-            if not ours:
-                return ""
-            return self._git("--literal-pathspecs", "diff", "--no-color", "--no-ext-diff", "--no-textconv",
-                             f"{self._first}^{{tree}}", current, "--", *sorted(ours), strip=False)
+            sources = first_changes(self._records(self._made, current), self._paths)
+            return "".join(self._git("--literal-pathspecs", "diff", "--no-color", "--no-ext-diff", "--no-textconv",
+                                     f"{commit}^{{tree}}", current, "--", *paths, strip=False)
+                           for commit, paths in sources.items())
 
     # -- plumbing ------------------------------------------------------------------
 
@@ -403,12 +475,23 @@ class Checkpoints:
         return tree
 
     def _changes(self, old: str, new: str) -> list[tuple[str, str]]:
-        out = self._git("diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new, strip=False)
-        fields = out.split("\0")
-        return [(fields[i], fields[i + 1]) for i in range(0, len(fields) - 1, 2)]
+        """(status letter, path) of each file that differs from tree-ish `old` to `new`."""
+        try:
+            return [(change.change_type or "M", change.b_path or change.a_path or "")
+                    for change in diff_trees(self._objects(), old, new)]
+        except ToolError as exc:
+            raise CheckpointError(f"checkpoint failed: {exc}") from None
+
+    def _objects(self) -> SandboxedRepo:
+        """The checkpoints' repository as GitPython's objects; its git is `_result`'s."""
+        if self._repo is None:
+            git_dir = self._ensure_git_dir()
+            self._repo = SandboxedRepo(self._runner, Repository(self.root, git_dir, git_dir), env=self._env(),
+                                       writable=self._writable_now(), checkpoint_refs=True, options=NO_HOOKS)
+        return self._repo
 
     def _find_git_dir(self) -> Path:
-        repository = self._runner.repository()
+        repository = self._runner.session_repository()  # the session's, as at its start
         if repository is not None and repository.top == self.root:
             self._writable = repository.writable()
             self._ledger = RefLedger(repository.common_dir)
@@ -441,7 +524,10 @@ class Checkpoints:
 
     def _prune_old_sessions(self) -> None:
         """Sessions whose newest checkpoint is older than KEEP_DAYS lose all their refs (a
-        settled tree has no date of its own: it goes with its session)."""
+        settled tree has no date of its own: it goes with its session); looked for at most once
+        every PRUNE_EVERY_S per repository, as it costs every session's first turn a git run."""
+        if self._ledger is not None and self._ledger.pruned_within(PRUNE_EVERY_S):
+            return
         listing = self._git("for-each-ref", "--format=%(committerdate:unix) %(refname)", REFS)
         cutoff = time.time() - KEEP_DAYS * 86400
         newest: dict[str, float] = {}
@@ -456,6 +542,7 @@ class Checkpoints:
             self._git("update-ref", "--stdin", input="".join(f"delete {ref}\n" for ref in old))
         if self._ledger is not None:
             self._ledger.drop(gone, older_than_days=KEEP_DAYS, keep=self._name)
+            self._ledger.mark_pruned()
 
     @overload
     def _git(self, *args: str, strip: bool = True, check: Literal[True] = True, input: str | None = None) -> str: ...
@@ -476,22 +563,28 @@ class Checkpoints:
     def _result(self, *args: str, input: str | None = None, index: Path | None = None) -> GitResult:
         """git on the checkpoints' git dir, with the private index (or `index`), hooks off; the
         one kind of run that may write refs/clover."""
+        try:
+            return self._runner.run(*NO_HOOKS, *args, writable=self._writable_now(), visible=(self.root,),
+                                    env=self._env(index), input=input, check=False, checkpoint_refs=True)
+        except ToolError as exc:
+            raise CheckpointError(f"checkpoint failed: {exc}") from None
+
+    def _env(self, index: Path | None = None) -> dict[str, str]:
         env = {**IDENTITY, "GIT_INDEX_FILE": str(index or self._index)}
         if self._git_dir is not None:
             env |= {"GIT_DIR": str(self._git_dir), "GIT_WORK_TREE": str(self.root)}
-        writable = (*self._writable, self._index.parent)
-        try:
-            return self._runner.run(*NO_HOOKS, *args, writable=writable, visible=(self.root,), env=env,
-                                    input=input, check=False, checkpoint_refs=True)
-        except ToolError as exc:
-            raise CheckpointError(f"checkpoint failed: {exc}") from None
+        return env
+
+    def _writable_now(self) -> tuple[Path, ...]:
+        return (*self._writable, self._index.parent)
 
 
 def other_sessions_notice(others: list[LiveSession]) -> str:
     who = "; ".join(s.describe() for s in others)
     session = "Another clover-code session is" if len(others) == 1 else f"{len(others)} other clover-code sessions are"
     return (f"{session} at work in this folder ({who}): undo and diff here count only this "
-            "session's changes, and leave its edits alone.")
+            "session's changes, and leave its edits alone (save one made while a change of this "
+            "session's was running, such as a long command).")
 
 
 NOT_KEPT = ("Files not restored: no file checkpoint of that turn was kept (it ran in a clover-code that "
@@ -509,10 +602,12 @@ def safe_session_name(session: str) -> str:
 
 @dataclass(frozen=True)
 class _Rewind:
-    """What one rewind undid: the work tree before it (None: it changed no file) and the
-    checkpoints of the turns it went back over."""
+    """What one rewind undid: the work tree before it (None: it changed no file), after it
+    (None: not written down, by an earlier version) and the checkpoints of the turns it went
+    back over."""
 
     tree: str | None
+    after: str | None
     stack: list[tuple[int, str]]
 
 

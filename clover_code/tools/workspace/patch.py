@@ -115,11 +115,9 @@ def parse_patch(text: str) -> list[FileOp]:
     return ops
 
 
-def patch_paths(text: str) -> list[str]:
-    """Every path a patch writes, deletes or moves to, as written in it. Permission checks use
-    this, the parse that applies the patch, so no header can be read one way by the check
-    and another way by the tool. ToolError when the patch does not parse."""
-    return [path for op in parse_patch(text) for path in (op.path, op.move_to) if path]
+def patch_paths(ops: list[FileOp]) -> list[str]:
+    """Every path the parsed patch writes, deletes or moves to, as written in it."""
+    return [path for op in ops for path in (op.path, op.move_to) if path]
 
 
 def _path_of(line: str, prefix: str) -> str:

@@ -1,7 +1,10 @@
 """The clover-code TUI: `make_app()` builds it (CLI and tests), `run_app()` runs it.
 
-The agent runs in a worker; its events are queued and drained by one message handler
-per frame-ish burst. Widgets only draw: none of them calls the engine or the agent.
+The app is the shell: the widgets, the keys, and what a command may use of it
+(commands/host.CommandHost). The other jobs are parts it composes: the agent driver builds
+the agent and runs its turns in workers (agent_driver.py), the transcript draws their events
+(transcript.py), the session ledger counts them (ledger.py), and the command table holds the
+slash commands (commands/). Widgets only draw: none of them calls the engine or the agent.
 """
 
 from __future__ import annotations
@@ -11,49 +14,34 @@ import os
 import signal
 import sys
 import time
-from collections import deque
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from textual import events, on, work
+from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import TextArea
 from textual.worker import Worker, WorkerState
 
-from clover_code.agent.events import (
-    ApprovalAnswered,
-    ApprovalNeeded,
-    BlockCommitted,
-    Compacted,
-    ErrorEvent,
-    Event,
-    Notice,
-    Redone,
-    Rewound,
-    TextDelta,
-    ToolCallParsed,
-    ToolFinished,
-    ToolOutput,
-    ToolStarted,
-    TurnFinished,
-    UserMessage,
-    UserShell,
-    error_source,
-)
-from clover_code.agent.permissions import rule_for_always
+from clover_code.agent.bug_log import keep_traceback
+from clover_code.agent.context_count import count_context
+from clover_code.agent.events import ApprovalNeeded, Compacted, Event, Redone, Rewound, TodosChanged, TurnFinished
 from clover_code.agent.session import SessionError, sessions_dir
-from clover_code.engine import DenoiseStep, ToolCall
 from clover_code.settings import Settings
 from clover_code.ui.launch import AgentBuilder
 from clover_code.ui.terminal_text import visible
-from clover_code.ui.tui import live_shell, rewind
-from clover_code.ui.tui.command_host import Severity
-from clover_code.ui.tui.commands import HELP, other_sessions_note, run_command, set_mode, workspace_paths
-from clover_code.ui.tui.completion import Completer, commands_from_help
+from clover_code.ui.tui import live_shell, plan_offer, rewind
+from clover_code.ui.tui.agent_driver import AgentDriver, AgentFactory
+from clover_code.ui.tui.commands.builtin import builtin_commands
+from clover_code.ui.tui.commands.custom import add_custom_commands
+from clover_code.ui.tui.commands.host import Severity
+from clover_code.ui.tui.commands.mcp import start_servers
+from clover_code.ui.tui.commands.session import next_mode, set_mode
+from clover_code.ui.tui.commands.workspace import other_sessions_note
+from clover_code.ui.tui.completion import Completer
 from clover_code.ui.tui.errors import describe_error
-from clover_code.ui.tui.feature_commands import next_mode
+from clover_code.ui.tui.ledger import SessionLedger
 from clover_code.ui.tui.messages import (
     AgentFailed,
     AgentReady,
@@ -62,30 +50,33 @@ from clover_code.ui.tui.messages import (
     LoadRequest,
     StepPending,
 )
+from clover_code.ui.tui.notifier import Notifier
 from clover_code.ui.tui.prompt_history import PromptHistory
-from clover_code.ui.tui.session_stats import SessionStats
+from clover_code.ui.tui.transcript import Transcript
 from clover_code.ui.tui.transcript_turns import TranscriptTurns
-from clover_code.ui.tui.usage import UsageLog
 from clover_code.ui.tui.widgets.approval_prompt import ApprovalPrompt
 from clover_code.ui.tui.widgets.completion_popup import CompletionPopup
 from clover_code.ui.tui.widgets.conversation import ConversationView
 from clover_code.ui.tui.widgets.denoise_view import DenoiseView
 from clover_code.ui.tui.widgets.input_editor import InputEditor
+from clover_code.ui.tui.widgets.plan_choice import PlanChoice
 from clover_code.ui.tui.widgets.spinner import Spinner, SpinnerState
 from clover_code.ui.tui.widgets.status_bar import StatusBar, short_model
-from clover_code.ui.tui.widgets.tool_card import parse_arguments, summarize, tool_label
+from clover_code.ui.tui.widgets.todo_panel import TodoPanel
+from clover_code.ui.tui.widgets.tool_card import summarize, tool_label
+from clover_code.ui.tui.workspace_paths import workspace_paths
 
 if TYPE_CHECKING:  # types only: the first paint must not wait for the agent's imports
     from clover_code.agent.loop import Agent
     from clover_code.agent.permissions import Approver
     from clover_code.ui.tui.widgets.history_search import HistorySearch
 
-# agent_factory(approver, resume) -> Agent. May take long (it can load a model): runs in a thread.
-AgentFactory = Callable[["Approver", "str | None"], "Agent"]
 QUIT_WINDOW_S = 2.0
 # Signals that end the app as a quit does: the terminal gets its modes back (alternate
 # screen off, mouse tracking off, cursor shown) instead of being left as the app set it.
 QUIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+# After these (live) the context is counted afresh: the conversation changed outside a reply.
+RECOUNT_AFTER = (TurnFinished, Compacted, Rewound, Redone)
 T = TypeVar("T")
 
 
@@ -103,30 +94,24 @@ class CloverApp(App[int]):
     ]
 
     def __init__(self, settings: Settings, cwd: Path, agent_factory: AgentFactory,
-                 resume: str | None = None) -> None:
+                 resume: str | None = None, prompt: str | None = None) -> None:
         super().__init__()
-        self.settings, self.cwd = settings, cwd
-        self.agent_factory, self.resume = agent_factory, resume
-        self.agent: Agent | None = None
+        self.settings, self.cwd, self.resume = settings, cwd, resume
+        self.first_prompt = prompt  # `clover-code "fix the tests"`: sent as if typed first
         self.session_id: str | None = None  # said when the app quits, with how to resume it
-        self.stats = SessionStats()
-        self._events: deque[Event] = deque()
-        self._events_posted = False
-        self._step: DenoiseStep | None = None
-        self._step_posted = False
-        # Sent before the agent was ready or while it worked: (for the model, as typed).
-        self._waiting: list[tuple[str, str]] = []
-        self._agent_worker: Worker[None] | None = None
-        self._loading: LoadRequest | None = None  # the agent being built, if any
+        self.driver = AgentDriver(self, agent_factory, self.approve)
+        self.transcript = Transcript(self)
+        self.ledger = SessionLedger()
+        self.commands = builtin_commands()
+        self._command_clashes = add_custom_commands(self.commands, cwd)  # said once, on mount
+        self.notifier = Notifier(settings.notify, self._write_terminal)
+        self.prompt_history = PromptHistory()  # prompts of every session, for Up/Down and Ctrl+R
+        self.completer: Completer | None = None  # the /command and @path popup's (on mount)
+        self._history_search: HistorySearch | None = None  # Ctrl+R's, once asked for
+        self._pending_answer: asyncio.Future[str] | None = None  # the approval being asked
         self._last_ctrl_c = 0.0
         self._paths_cache: tuple[float, list[str]] = (0.0, [])
-        self._pending_answer: asyncio.Future[str] | None = None  # the approval being asked
-        self._running_tool: tuple[ToolCall, float] | None = None  # the call running now, since when
-        self.turns = TranscriptTurns()  # which transcript widget starts each turn
-        self.usage = UsageLog()  # tokens per turn, for /cost
-        self.prompt_history = PromptHistory()  # prompts of every session, for Up/Down and Ctrl+R
-        self._history_search: HistorySearch | None = None  # Ctrl+R's, once asked for
-        self.completer: Completer | None = None  # the /command and @path popup's (on mount)
+        self._recounts = 0  # context counts asked for: only the latest one shows
         self._started_mode = settings.approval  # Shift+Tab reaches full-auto only from a session started in it
 
     # --- layout --------------------------------------------------------------------------
@@ -134,28 +119,38 @@ class CloverApp(App[int]):
         yield ConversationView(id="conversation")
         yield DenoiseView(id="denoise")
         yield ApprovalPrompt(id="approval")
+        yield PlanChoice(id="plan-choice")
         yield CompletionPopup(id="completion")
         yield Spinner(self._spinner_state, id="spinner")
+        yield TodoPanel(id="todos")
         yield InputEditor(paths=self._workspace_paths, id="input")
         yield StatusBar(id="status")
 
     def on_mount(self) -> None:
         self.editor.focus()
         self.editor.sent[:0] = self.prompt_history.texts()  # Up walks earlier sessions' prompts too
-        self.completer = Completer(self.editor, self.query_one(CompletionPopup), commands_from_help(HELP),
-                                   self._workspace_paths)
+        self.completer = Completer(self.editor, self.query_one(CompletionPopup), self.commands.completions,
+                                   self._workspace_paths, lambda name: self.commands.find(name) is not None)
         self.editor.key_filter = self.completer.key
         self._catch_quit_signals()
         self.status.show(engine=self.settings.engine_name().split(":")[0],
                          model=self.settings.model or "", approval=self.settings.approval,
                          state="loading", context_used=None)
         self.view.add_note(self._welcome(), "dim")
-        for notice in self.settings.notices:  # in the transcript: a toast would cover the editor
+        # In the transcript: a toast would cover the editor.
+        for notice in [*self.settings.notices, *self._command_clashes]:
             self.view.add_note(notice, "warning")
         self.load_agent(self.resume)
+        if self.first_prompt and self.first_prompt.strip():
+            self.send(self.first_prompt)  # queued: the model is loading
 
-    def on_unmount(self) -> None:
+    async def on_unmount(self) -> None:
         self._catch_quit_signals(False)
+        if self.agent is not None:  # SessionEnd hooks run, MCP servers stop
+            try:
+                await self.agent.end_session()
+            except Exception as exc:  # leaving must not fail; the errors log keeps why
+                keep_traceback(exc)
 
     def _welcome(self) -> str:
         home = str(Path.home())
@@ -192,6 +187,22 @@ class CloverApp(App[int]):
     def editor(self) -> InputEditor:
         return self.query_one(InputEditor)
 
+    @property
+    def agent(self) -> Agent | None:
+        return self.driver.agent
+
+    @property
+    def busy(self) -> bool:
+        return self.driver.busy
+
+    @property
+    def loading(self) -> bool:
+        return self.driver.loading is not None
+
+    @property
+    def turns(self) -> TranscriptTurns:
+        return self.transcript.turns
+
     # --- loading the agent (and its model) in the background -----------------------------
     def load_agent(self, resume: str | None = None, *, model: str | None = None) -> None:
         """Build an agent in a thread. A current agent stays until the new one is ready (and
@@ -199,45 +210,29 @@ class CloverApp(App[int]):
         request = LoadRequest(resume, model, self.settings.model if model is not None else None)
         if model is not None:
             self.settings.model = model  # the factory reads the settings when it runs
-        self._loading = request
         self.status.show(state="loading", **({"model": model} if model is not None else {}))
-        self._build_agent(request)
-
-    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
-    def _build_agent(self, request: LoadRequest) -> None:
-        try:
-            agent = self.agent_factory(self.approve, request.resume)
-            context = agent.conversation.tokens(agent.engine)
-        except Exception as exc:  # every failure becomes a notification, never a traceback
-            self.post_message(AgentFailed(describe_error(exc), request))
-            return
-        self.post_message(AgentReady(agent, request, context))
+        self.driver.load(request)
 
     def loading_progress(self, fraction: float, message: str) -> None:
         """From the loading thread: move the progress bar."""
         self.call_from_thread(self.status.show_progress, fraction, message)
 
-    @property
-    def loading(self) -> bool:
-        return self._loading is not None
-
     @on(AgentReady)
     def _agent_ready(self, message: AgentReady) -> None:
-        if message.request is not self._loading:
+        if not self.driver.settle(message.request):
             return  # a load asked for before the latest one
-        self._loading = None
-        previous, agent = self.agent, message.agent
-        self.agent = agent
+        agent = message.agent
+        previous = self.driver.take(agent)
         self.session_id = agent.session.id if agent.session is not None else None
-        agent.set_on_step(self._on_step)
         info = agent.engine.info
         self.status.show(engine=info.name, model=info.model, context_window=info.context_window,
                          context_source=info.context_source, state="ready")
         if message.context_tokens is not None:
-            self.stats.context_used = message.context_tokens
+            self.ledger.recounted(message.context_tokens)
             self.status.show(context_used=message.context_tokens)
+        self.call_after_refresh(start_servers, self, agent)  # painted first, then the servers start
         if previous is not None:
-            self._close_engine(previous)
+            self.driver.close(previous)
         else:
             other_sessions_note(self)  # a second session in this repository: say it at once
         if message.request.model is not None:
@@ -248,19 +243,10 @@ class CloverApp(App[int]):
             self.replay(agent.session.events())
         self._send_next()
 
-    def _close_engine(self, replaced: Agent) -> None:
-        """The replaced agent's engine lets its model and connections go, its log its file
-        (the new agent has the same log open when it goes on with the conversation)."""
-        if self.agent is None or replaced.engine is not self.agent.engine:
-            self.run_worker(replaced.engine.aclose(), group="close", exit_on_error=False)
-        if replaced.session is not None:
-            replaced.session.close()
-
     @on(AgentFailed)
     def _agent_failed(self, message: AgentFailed) -> None:
-        if message.request is not self._loading:
+        if not self.driver.settle(message.request):
             return
-        self._loading = None
         request = message.request
         if request.model is not None:
             self.settings.model = request.previous_model  # the next /model or /resume builds on the old one
@@ -275,199 +261,132 @@ class CloverApp(App[int]):
         self.status.show(state="error")
         self.say(message.message, title="the model could not start", severity="error", timeout=30)
         self.note(message.message, "error")
-        if self._waiting:
+        if self.driver.waiting:
             self._hand_back_waiting()
             self.note("The queued message is back in the editor: nothing was sent.", "dim")
 
     # --- sending a task ------------------------------------------------------------------
     @on(InputEditor.Submitted)
     def _submitted(self, message: InputEditor.Submitted) -> None:
-        text = message.text.strip()
+        self.send(message.text, message.shown)
+
+    def send(self, text: str, shown: str | None = None) -> None:
+        """A message or a command, as typed in the editor (`shown`: as the transcript shows it)."""
+        text, shown = text.strip(), (shown if shown is not None else text).strip()
         self.prompt_history.add(text, self.cwd)
         self.view.scroll_end(animate=False)  # what answers this must be seen
         if text.startswith("/"):
             self.run_command(text)
             return
+        self.send_prompt(text, shown)
+
+    def send_prompt(self, text: str, shown: str) -> None:
         if self.agent is None or self.busy or self.loading:
             # Kept out of the transcript until sent: mounted now, it would land inside the
             # reply being written; Esc or Ctrl+C hand it back instead of sending it.
-            self._waiting.append((text, message.shown.strip()))
+            self.driver.waiting.append((text, shown))
             self._show_waiting()
             return
-        self._start_task(text, message.shown.strip())
-
-    @property
-    def busy(self) -> bool:
-        worker = self._agent_worker
-        return worker is not None and worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
+        self._start_task(text, shown)
 
     def _start_task(self, text: str, shown: str | None = None) -> None:
+        self.status.show(state="working")
         if live_shell.is_user_command(text):  # `!cmd`: the user's own command, its output for the model
-            self.status.show(state="working")
-            self._agent_worker = self.run_worker(live_shell.user_command(self, text), group="agent",
-                                                 exclusive=True, exit_on_error=False)
+            self.driver.run_user_command(text)
             return
         widget = self.view.add_user(text, shown)
         if self.agent is not None:
             self.turns.mark(widget, self.agent.conversation.turn_count)  # what a rewind to it hides
         self.view.scroll_end(animate=False)
-        self.status.show(state="working")
-        self._agent_worker = self.run_agent(text)
+        self.driver.run_turn(text)
 
     def _send_next(self) -> None:
-        if self._waiting and self.agent is not None and not self.busy and not self.loading:
-            self._start_task(*self._waiting.pop(0))
+        waiting = self.driver.next_waiting()
+        if waiting is not None:
+            self._start_task(*waiting)
         self._show_waiting()
 
     def _show_waiting(self) -> None:
-        n = len(self._waiting)
+        n = len(self.driver.waiting)
         what = "1 message" if n == 1 else f"{n} messages"
         self.editor.border_title = f"{what} queued, sent when the agent is free · Esc takes back" if n else ""
 
     def _hand_back_waiting(self) -> None:
         """Queued messages return to the editor, unsent (Esc, Ctrl+C, a failed load)."""
-        if self._waiting:
-            self.editor.restore("\n\n".join(shown for _, shown in self._waiting))
-            self._waiting.clear()
+        if self.driver.waiting:
+            self.editor.restore(self.driver.hand_back())
         self._show_waiting()
-
-    @work(exclusive=True, group="agent", exit_on_error=False)
-    async def run_agent(self, text: str) -> None:
-        agent = self.agent
-        if agent is None:
-            return
-        try:
-            async for event in agent.run(text):
-                self.queue_event(event)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            self.queue_event(ErrorEvent(describe_error(exc), error_source(exc)))
-            self.queue_event(TurnFinished("error", ""))
-
-    def queue_event(self, event: Event) -> None:
-        self._events.append(event)
-        if not self._events_posted:
-            self._events_posted = True
-            self.post_message(EventsPending())
-
-    def _on_step(self, step: DenoiseStep) -> None:
-        self._step = step
-        if not self._step_posted:
-            self._step_posted = True
-            self.post_message(StepPending())
-
-    @on(StepPending)
-    def _draw_step(self) -> None:
-        self._step_posted = False
-        if self._step is not None:
-            self.query_one(DenoiseView).show_step(self._step)
 
     @on(Worker.StateChanged)
     def _worker_changed(self, event: Worker.StateChanged) -> None:
         ended = (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED)
-        if event.worker is self._agent_worker and event.state in ended:
+        if self.driver.owns(event.worker) and event.state in ended:
+            self._close_approval()
             if event.state != WorkerState.ERROR:
                 self.status.show(state="ready")
+            self.notifier.nudge("the turn has ended", focused=self.app_focus)
             self._send_next()
 
-    # --- drawing events ------------------------------------------------------------------
+    # --- the agent's events --------------------------------------------------------------
     @on(EventsPending)
     def _drain(self) -> None:
-        self._events_posted = False
-        events = list(self._events)
-        self._events.clear()
-        self.apply_events(events)
+        self.apply_events(self.driver.take_events())
+
+    @on(StepPending)
+    def _draw_step(self) -> None:
+        step = self.driver.take_step()
+        if step is not None:
+            self.query_one(DenoiseView).show_step(step)
+
+    def queue_event(self, event: Event) -> None:
+        self.driver.queue_event(event)
 
     def apply_events(self, events: list[Event], live: bool = True) -> None:
-        """Draw a batch of agent events; the reply text of consecutive blocks becomes one write.
-        The text is the agent's parse of the reply (TextDelta): tool-call markup never reaches
-        the screen, however the blocks cut it."""
-        text: list[str] = []
-        view = self.view
-
-        def write_text() -> None:
-            if text:
-                view.append_text("".join(text))
-                text.clear()
-
+        """Count a batch of events in the ledger, draw them, and show the figures."""
         for event in events:
-            if isinstance(event, TextDelta):
-                text.append(event.text)
-                continue
-            write_text()
-            self.usage.add(event)
-            if isinstance(event, BlockCommitted):
-                self.stats.add_block(event.block)
-                if event.block.index == 0:  # a new reply: the previous one's text is finished
-                    view.end_assistant()
-            else:
-                self.apply_event(event, live)
-        write_text()
+            self.ledger.add(event)
+        self.transcript.apply_events(events, live)
+        self._show_todos(events)
         self._show_stats()
+        if live and plan_offer.ends_with_plan(self.agent, events):
+            self.editor.display = False  # the choice takes its place until answered
+            self.query_one(PlanChoice).open()
+        if live and any(isinstance(event, RECOUNT_AFTER) for event in events):
+            self.recount_context()
 
-    def apply_event(self, event: Event, live: bool) -> None:
-        view = self.view
-        if isinstance(event, UserMessage):
-            if not live:
-                self.turns.mark(view.add_user(event.text))
-            if event.attachments:  # what @path put in the message, as the model got it
-                view.add_note("attached " + ", ".join(a.path + (f" ({a.note})" if a.note else "")
-                                                      for a in event.attachments), "dim")
-        elif isinstance(event, ToolCallParsed):
-            self.stats.tool_calls += 1
-            view.card(event.call, new=True)
-        elif isinstance(event, ApprovalNeeded):
-            view.card(event.call).set_status("approval")
-        elif isinstance(event, ApprovalAnswered):
-            if event.answer == "no":
-                view.card(event.call).set_status("denied")
-        elif isinstance(event, ToolStarted):
-            live_shell.started(view, event.call, live)
-            if live:
-                self._running_tool = (event.call, time.monotonic())  # the spinner names it
-        elif isinstance(event, ToolOutput):
-            live_shell.output(view, event)
-        elif isinstance(event, ToolFinished):
-            self._running_tool = None
-            card = view.card(event.call)
-            live_shell.finished(card)
-            card.show_result(event.ok, event.output, event.seconds, event.data)
-        elif isinstance(event, UserShell):
-            self._running_tool = None
-            live_shell.user_shell_done(view, event)
-        elif isinstance(event, (Rewound, Redone)):
-            rewind.show(self, event, live)
-        elif isinstance(event, Compacted):
-            self._show_compacted(event)
-        elif isinstance(event, Notice):
-            view.add_note(event.text, "dim")
-            if live:
-                self.say(event.text)
-        elif isinstance(event, ErrorEvent):
-            view.add_note(event.message, "error")
-            if live:
-                self.say(event.message, severity="error", timeout=15)
-        elif isinstance(event, TurnFinished):
-            self.stats.turns += 1
-            note = None if event.reason in ("done", "error") else event.reason.replace("_", " ")
-            view.end_assistant(note)
-            if not live:
-                view.cancel_running()
+    def replay(self, events: list[Event]) -> None:
+        """Draw a resumed session's events, finished, and count them from its start."""
+        self.transcript.turns, self.ledger = TranscriptTurns(), SessionLedger()
+        self.apply_events(list(events), live=False)
+        todos = self.query_one(TodoPanel)
+        if todos.todos is not None:  # where the resumed session's list stood, unfolded again
+            todos.show(todos.todos)
+        self.view.end_assistant()
+        self.view.add_note(f"resumed session ({len(events)} events)", "dim")
+        self.recount_context()
 
-    def _show_compacted(self, event: Compacted) -> None:
-        if not event.dropped_messages:
-            self.view.add_note("nothing to compact yet: the conversation is short", "dim")
+    def recount_context(self) -> None:
+        """Count the context the next request carries, as `/cost` does: the status bar shows it."""
+        agent, ledger = self.agent, self.ledger
+        if agent is None:
             return
-        self.stats.context_used = event.tokens_after  # the meter drops now, not at the next reply
-        self.view.add_note(f"compacted: {event.dropped_messages} messages summarised, "
-                           f"{event.tokens_before} → {event.tokens_after} tokens", "dim")
+        self._recounts += 1
+        asked, blocks = self._recounts, ledger.generated.blocks
+
+        async def recount() -> None:
+            counted = await asyncio.to_thread(count_context, agent.conversation, agent.engine)
+            # Only the latest count shows, and only if no reply began meanwhile (it counts for itself).
+            if asked == self._recounts and self.ledger is ledger and ledger.generated.blocks == blocks:
+                ledger.recounted(counted.tokens)
+                self._show_stats()
+
+        self.run_worker(recount(), group="recount", exit_on_error=False)
 
     def _show_stats(self) -> None:
-        generated = self.stats.generated
+        ledger = self.ledger
+        generated = ledger.generated
         last = generated.last
-        changes: dict[str, Any] = dict(context_used=self.stats.context_used,
-                                       session_tokens=generated.tokens,
+        changes: dict[str, Any] = dict(context_used=ledger.context, session_tokens=generated.tokens,
                                        session_seconds=generated.generation_seconds)
         if last is not None:
             changes.update(block_tokens=last.tokens, block_forward_passes=last.forward_passes, block_ms=last.ms)
@@ -476,12 +395,29 @@ class CloverApp(App[int]):
             changes.update(model=info.model, context_window=info.context_window, context_source=info.context_source)
         self.status.show(**changes)
 
-    def replay(self, events: list[Event]) -> None:
-        """Draw a resumed session's events, finished."""
-        self.turns, self.usage = TranscriptTurns(), UsageLog()  # counted again from its start
-        self.apply_events(list(events), live=False)
-        self.view.end_assistant()
-        self.view.add_note(f"resumed session ({len(events)} events)", "dim")
+    def _show_todos(self, events: list[Event]) -> None:
+        """The todo list pinned while a turn runs, folded when it ends."""
+        panel = self.query_one(TodoPanel)
+        for event in events:
+            if isinstance(event, TodosChanged):
+                panel.show(event)
+            elif isinstance(event, TurnFinished):
+                panel.fold()
+
+    @on(PlanChoice.Chosen)
+    def _plan_chosen(self, message: PlanChoice.Chosen) -> None:
+        """Approved: the mode the user chose, and the plan sent on; else back to planning."""
+        self._editor_back()
+        if message.answer == "keep":
+            self.note(plan_offer.KEEP_PLANNING, "dim")
+            return
+        set_mode(self, message.answer)
+        text = plan_offer.APPROVED.format(mode=message.answer)
+        if self.busy or self.agent is None:  # the turn's worker may not have ended yet
+            self.driver.waiting.append((text, text))
+            self._show_waiting()
+        else:
+            self._start_task(text)
 
     # --- approvals -----------------------------------------------------------------------
     async def approve(self, request: ApprovalNeeded) -> str:
@@ -494,18 +430,9 @@ class CloverApp(App[int]):
     def _ask(self, message: ApprovalRequested) -> None:
         self._pending_answer = message.answer
         self.editor.display = False  # its rows go to the preview; nothing can be typed meanwhile
-        self.query_one(ApprovalPrompt).ask(message.request, self._always_rule(message.request))
+        self.query_one(ApprovalPrompt).ask(message.request)
         self._keep_bottom()
-
-    def _always_rule(self, request: ApprovalNeeded) -> str:
-        """The rule an "always" answer would add, as the agent will make it (agent/calls.py)."""
-        permissions = self.agent.permissions if self.agent is not None else None
-        arguments = parse_arguments(request.call.arguments) or {}
-        try:
-            return rule_for_always(request.kind, request.call.name, arguments,
-                                   permissions.root if permissions is not None else None)
-        except Exception:  # arguments the rule cannot be made from: the legend names the tool
-            return ""
+        self.notifier.nudge(f"waiting for your approval ({message.request.call.name})", focused=self.app_focus)
 
     @on(ApprovalPrompt.Answered)
     def _answered(self, message: ApprovalPrompt.Answered) -> None:
@@ -523,28 +450,37 @@ class CloverApp(App[int]):
         self.editor.focus()
         self._keep_bottom()
 
-    # --- keys ----------------------------------------------------------------------------
-    def action_cancel(self) -> None:
-        """Esc: stop the running turn; messages queued behind it come back to the editor."""
-        self._hand_back_waiting()
-        if not self.busy:
-            if self.turns.escape_twice() and self.agent is not None:  # Esc Esc: rewind, as in Claude Code
-                rewind.open_picker(self)
-            return
-        if self._agent_worker is not None:
-            self._agent_worker.cancel()
-        self._events.clear()
+    def _close_approval(self) -> None:
+        """A question never outlives its turn (Esc, a failure): neither on screen nor in the spinner."""
+        future, self._pending_answer = self._pending_answer, None
+        if future is not None and not future.done():
+            future.cancel()
         prompt = self.query_one(ApprovalPrompt)
         if prompt.request is not None:
             prompt.close()
             self._editor_back()
+
+    # --- keys ----------------------------------------------------------------------------
+    def action_cancel(self) -> None:
+        """Esc: stop the running turn; messages queued behind it come back to the editor."""
+        self._hand_back_waiting()
+        choice = self.query_one(PlanChoice)
+        if choice.is_open:  # Esc: keep planning
+            choice.action_choose("3")
+            return
+        if not self.busy:
+            if self.turns.escape_twice() and self.agent is not None:  # Esc Esc: rewind, as in Claude Code
+                rewind.open_picker(self)
+            return
+        self.driver.cancel()
+        self._close_approval()
         self.view.cancel_running()
         self.status.show(state="ready")
 
     def action_interrupt(self) -> None:
         """Ctrl+C: clear the editor; else stop the turn; else quit, if pressed again soon."""
         editor = self.editor
-        if editor.display and editor.text and not self._waiting:
+        if editor.display and editor.text and not self.driver.waiting:
             editor.take_text()
             self.say("Cleared (Up brings it back).", timeout=QUIT_WINDOW_S)
             return
@@ -570,7 +506,7 @@ class CloverApp(App[int]):
         editor = self.editor
         if not editor.display or self.focused is editor or not event.is_printable or not event.character:
             return
-        if isinstance(self.focused, ApprovalPrompt) or self.screen is not editor.screen:
+        if isinstance(self.focused, (ApprovalPrompt, PlanChoice)) or self.screen is not editor.screen:
             return  # y/a/n, or a picker open over the transcript: its keys are its own
         editor.focus()
         editor.insert(event.character)
@@ -634,16 +570,24 @@ class CloverApp(App[int]):
 
     def _spinner_state(self) -> SpinnerState | None:
         if not self.busy:
-            self._running_tool = None
+            self.transcript.running_tool = None
             return None
-        waiting = self._pending_answer is not None
+        waiting = self.query_one(ApprovalPrompt).request is not None  # what the screen shows, not what was asked
         label = "Waiting for your answer" if waiting else "Working"
-        turn = self.usage.turns[-1] if self.usage.turns and not self.usage.turns[-1].done else None
+        turn = self.ledger.running
         tokens = turn.tokens_out if turn is not None else 0
-        if self._running_tool is not None and not waiting:
-            call, since = self._running_tool
-            return SpinnerState(label, tokens, tool_label(call.name), summarize(call, 500), since)
+        running = self.transcript.running_tool
+        if running is not None and not waiting:
+            call, since = running
+            card = self.view.cards.get(call.id)
+            what = summarize(card.touches if card is not None else None, 500)
+            return SpinnerState(label, tokens, tool_label(call.name), what, since)
         return SpinnerState(label, tokens)
+
+    def _write_terminal(self, text: str) -> None:
+        """Bytes for the terminal itself (a notification), past the screen, as App.bell writes."""
+        if self._driver is not None and not self.is_headless:
+            self._driver.write(text)
 
     def action_toggle_denoise(self) -> None:
         self.query_one(DenoiseView).toggle()
@@ -652,9 +596,9 @@ class CloverApp(App[int]):
         self.run_command(line)
 
     def run_command(self, line: str) -> None:
-        run_command(self, line)
+        self.commands.run(self, line)
 
-    # --- what commands use (command_host.CommandHost) ------------------------------------
+    # --- what commands use (commands/host.CommandHost) -----------------------------------
     def say(self, text: str, *, severity: Severity = "information", timeout: float | None = None,
             title: str = "") -> None:
         """A notification of text from the agent, tools or config: shown as written, never
@@ -686,8 +630,7 @@ class CloverApp(App[int]):
         self.view.clear()
         if self.agent is not None:
             self.agent.clear()
-            self.stats.context_used = self.agent.conversation.tokens()
-        self.status.show(context_used=self.stats.context_used)
+        self.recount_context()
 
     # --- helpers -------------------------------------------------------------------------
     def _keep_bottom(self) -> None:
@@ -714,15 +657,17 @@ def _factory_of(build_agent: AgentBuilder, settings: Settings, cwd: Path, app_re
 
 
 def make_app(settings: Settings, cwd: Path | None = None, *, agent_factory: AgentFactory | None = None,
-             build_agent: AgentBuilder | None = None, resume: str | None = None) -> CloverApp:
-    """The app; give it `build_agent` (what the CLI does) or a ready `agent_factory` (tests)."""
+             build_agent: AgentBuilder | None = None, resume: str | None = None,
+             prompt: str | None = None) -> CloverApp:
+    """The app; give it `build_agent` (what the CLI does) or a ready `agent_factory` (tests);
+    `prompt` is sent first, as soon as the agent is ready."""
     cwd = Path(cwd or Path.cwd()).resolve()
     app_ref: list[CloverApp] = []
     if agent_factory is None:
         if build_agent is None:
             raise TypeError("make_app needs build_agent or agent_factory")
         agent_factory = _factory_of(build_agent, settings, cwd, app_ref)
-    app = CloverApp(settings, cwd, agent_factory, resume)
+    app = CloverApp(settings, cwd, agent_factory, resume, prompt)
     app_ref.append(app)
     return app
 
@@ -735,11 +680,12 @@ def _has_events(cwd: Path, session_id: str) -> bool:
         return False
 
 
-def run_app(settings: Settings, cwd: Path, build_agent: AgentBuilder, resume: str | None = None) -> int:
-    """`clover-code` without --task: the TUI until the user quits; its exit code."""
+def run_app(settings: Settings, cwd: Path, build_agent: AgentBuilder, resume: str | None = None,
+            prompt: str | None = None) -> int:
+    """`clover-code [PROMPT]` without --task: the TUI until the user quits; its exit code."""
     from clover_code.ui.tui.terminal_guard import watch_terminal
 
-    app = make_app(settings, cwd, build_agent=build_agent, resume=resume)
+    app = make_app(settings, cwd, build_agent=build_agent, resume=resume, prompt=prompt)
     watch_terminal(sys.__stdin__.fileno() if sys.__stdin__ is not None else 0)
     app.run()
     if app.session_id is not None and _has_events(cwd, app.session_id):  # the terminal is the user's again

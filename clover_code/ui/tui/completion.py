@@ -1,10 +1,16 @@
 """What the completion popup offers for the word at the editor's cursor, and its keys.
 
-`/` at the start of the message offers the slash commands (Enter runs the chosen one, Tab
-only completes it; typed before text already there, Enter runs the command alone and leaves
-that text in the editor); `@` after a space or at the start offers the workspace's files and folders
-(Enter or Tab completes; a folder keeps the popup open on what is inside). Up/Down move,
-Esc closes. With the popup closed, every key is the editor's as before.
+`/` at the start of the message offers the slash commands, as the command table lists them
+when it is typed (commands/table.py: one registered later is offered too). Enter runs the
+chosen one, Tab only completes it; typed before text already there, Enter runs the command
+alone and leaves that text in the editor. A `/word` elsewhere (at the start of a line or
+after a space, such as after a rewound message put back in the editor) is offered the same
+commands and runs alone too, the text around it staying, but Enter runs it only once its
+name is typed out (before that Enter completes it, and sends a lone `/` as text): prose that
+ends in `/c` never becomes a `/commit`. `@` after a space
+or at the start offers the workspace's files and folders (Enter or Tab completes; a folder
+keeps the popup open on what is inside). Up/Down move, Esc closes (and Enter then sends the
+text as it is). With the popup closed, every other key is the editor's as before.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from clover_code.ui.tui.widgets.completion_popup import (
 )
 
 _AT_WORD = re.compile(r"(?:^|(?<=\s))@([^\s@]*)$")
-_HELP_LINE = re.compile(r"^  (/\S+)(?: (\S.*?))?\s{2,}(\S.*)$")
+_COMMAND_WORD = re.compile(r"(?:^|(?<=\s))/([^\s/]*)$")  # not a path: /usr/bin is no command
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,11 @@ class Word:
     row: int
     start: int  # column of its `/` or `@`
     typed: str  # after the `/` or `@`, up to the cursor
+
+    @property
+    def leads(self) -> bool:
+        """It starts the message: the whole message is the command."""
+        return self.row == 0 and self.start == 0
 
 
 class Editor(Protocol):
@@ -50,21 +61,14 @@ class Editor(Protocol):
     def submit_alone(self, command: str) -> None: ...
 
 
-def commands_from_help(help_text: str) -> list[Completion]:
-    """The slash commands as the help lists them (`  /name [ARG]   what it does`): one source."""
-    found = []
-    for line in help_text.splitlines():
-        match = _HELP_LINE.match(line)
-        if match:
-            name, arg, what = match.groups()
-            found.append(Completion(name, f"{arg + '  ' if arg else ''}{what}"))
-    return found
-
-
 def word_at(text_lines: list[str], row: int, col: int) -> Word | None:
-    before = text_lines[row][:col] if row < len(text_lines) else ""
+    line = text_lines[row] if row < len(text_lines) else ""
+    before = line[:col]
     if row == 0 and before.startswith("/") and not any(c.isspace() for c in before):
         return Word("command", 0, 0, before[1:])
+    match = _COMMAND_WORD.search(before)
+    if match is not None and not line[col:col + 1].strip():  # the word ends at the cursor
+        return Word("command", row, match.start(), match.group(1))
     match = _AT_WORD.search(before)
     if match is not None:
         return Word("path", row, match.start(), match.group(1))
@@ -108,10 +112,12 @@ def _rank(path: str, needle: str) -> int | None:
 class Completer:
     """Keeps the popup in step with the editor; takes the keys that move or pick in it."""
 
-    def __init__(self, editor: Editor, popup: CompletionPopup, commands: list[Completion],
-                 files: Callable[[], list[str]]) -> None:
+    def __init__(self, editor: Editor, popup: CompletionPopup, commands: Callable[[], list[Completion]],
+                 files: Callable[[], list[str]], is_command: Callable[[str], bool]) -> None:
         self.editor, self.popup, self.commands, self.files = editor, popup, commands, files
+        self.is_command = is_command  # a name the command table knows, aliases included
         self.word: Word | None = None
+        self._dismissed = ""  # the text as it was when Esc closed the popup: Enter sends it
         self._text = ""  # the editor's text at the last change
         self._ours = False  # the next change is a completion being put in
         self._paths: tuple[list[str] | None, list[str]] = (None, [])  # (files, with their folders)
@@ -128,7 +134,7 @@ class Completer:
             self.popup.close()
         elif word.kind == "command":
             typed = word.typed.lower()
-            found = [c for c in self.commands if c.value[1:].startswith(typed)]
+            found = [c for c in self.commands() if c.value[1:].startswith(typed)]
             found.sort(key=lambda c: c.value[1:] != typed)  # `/mode` typed out: /mode first, then /model
             self.popup.show(found)
         else:
@@ -145,15 +151,31 @@ class Completer:
         if self.popup.is_open and self.editor.text != self._text:
             self.text_changed()  # keys typed faster than their Changed messages arrive: catch up first
         if not self.popup.is_open or self.word is None:
-            return False
+            return key == "enter" and self._run_typed_command()
         if key in ("up", "down"):
             self.popup.move(-1 if key == "up" else 1)
         elif key == "escape":
             self.popup.close()
+            self._dismissed = self.editor.text
+        elif key == "enter" and self.word.kind == "command" and not self.word.leads and not self.word.typed:
+            self.popup.close()  # a lone `/` after text: Enter sends the text as it is
+            return False
         elif key in ("tab", "enter"):
             self._accept(run=key == "enter" and self.word.kind == "command")
         else:
             return False
+        return True
+
+    def _run_typed_command(self) -> bool:
+        """Enter with the popup closed (Esc closed it, or its Changed messages are still on the
+        way): a command typed out after other text runs alone; whether one did."""
+        row, col = self.editor.cursor_location
+        text = self.editor.text
+        word = word_at(text.split("\n"), row, col)
+        if word is None or word.kind != "command" or word.leads or text == self._dismissed \
+                or not self.is_command("/" + word.typed):
+            return False
+        self._run_alone(word, col, "/" + word.typed)
         return True
 
     def _accept(self, run: bool) -> None:
@@ -162,15 +184,35 @@ class Completer:
             return
         _, col = self.editor.cursor_location
         marker = "/" if word.kind == "command" else "@"
+        if run and not word.leads and not self.is_command("/" + word.typed):
+            run = False  # after other text only a name typed out runs: this completes it
         self.popup.close()
-        lines = self.editor.text.split("\n")
-        if run and (lines[word.row][col:] + "".join(lines[word.row + 1:])).strip():
-            # typed before a message (a rewound one put back): the command runs, the message stays
-            self.editor.replace("", (word.row, word.start), (word.row, col))
-            self.editor.submit_alone(marker + chosen.value.lstrip("/"))
+        if run and (not word.leads or self._text_after(word, col)):
+            # beside a message (a rewound one put back): the command runs, the message stays
+            self._run_alone(word, col, marker + chosen.value.lstrip("/"))
             return
         self._ours = True  # a folder keeps the popup open on what it holds
-        self.editor.replace(marker + chosen.value.lstrip("/") + ("" if run else chosen.then),
-                            (word.row, word.start), (word.row, col))
+        # After other text a command takes no argument: no space after it, so Enter runs it next.
+        then = "" if run or (word.kind == "command" and not word.leads) else chosen.then
+        self.editor.replace(marker + chosen.value.lstrip("/") + then, (word.row, word.start), (word.row, col))
         if run:
             self.editor.submit()
+
+    def _text_after(self, word: Word, col: int) -> bool:
+        lines = self.editor.text.split("\n")
+        return bool((lines[word.row][col:] + "".join(lines[word.row + 1:])).strip())
+
+    def _run_alone(self, word: Word, col: int, command: str) -> None:
+        """Take the command word out of the text and run it; the rest stays in the editor as it
+        was before the command was typed (the spaces that led to a last word go with it)."""
+        lines = self.editor.text.split("\n")
+        start, end = (word.row, word.start), (word.row, col)
+        if not self._text_after(word, col):
+            end = (len(lines) - 1, len(lines[-1]))
+            row, head = word.row, lines[word.row][:word.start].rstrip()
+            while not head and row > 0:
+                row -= 1
+                head = lines[row].rstrip()
+            start = (row, len(head))
+        self.editor.replace("", start, end)
+        self.editor.submit_alone(command)

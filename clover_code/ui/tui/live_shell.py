@@ -14,15 +14,15 @@ from clover_code.agent.events import (
     ErrorEvent,
     Event,
     ToolOutput,
+    ToolStarted,
     TurnFinished,
     UserShell,
     error_source,
 )
-from clover_code.engine import ToolCall
 from clover_code.ui.tui.errors import describe_error
 from clover_code.ui.tui.widgets.conversation import ConversationView
 from clover_code.ui.tui.widgets.live_output import LiveOutput
-from clover_code.ui.tui.widgets.tool_card import ToolCard, parse_arguments
+from clover_code.ui.tui.widgets.tool_card import ToolCard
 
 if TYPE_CHECKING:
     from clover_code.agent.loop import Agent
@@ -35,12 +35,13 @@ def is_user_command(text: str) -> bool:
     return text.startswith(PREFIX)
 
 
-def started(view: ConversationView, call: ToolCall, live: bool) -> ToolCard:
+def started(view: ConversationView, event: ToolStarted, live: bool) -> ToolCard:
     """ToolStarted: the card says it runs; a command gets a live output area."""
+    call = event.call
     if call.id not in view.cards:  # the user's own command
-        arguments = parse_arguments(call.arguments) or {}
-        view.add_user(f"{PREFIX}{arguments.get('command', '')}")
-    card = view.card(call)
+        command = event.touches.runs if event.touches is not None else None
+        view.add_user(f"{PREFIX}{command or ''}")
+    card = view.card(call, touches=event.touches)
     card.set_status("running")
     if live and call.name in SHELL_TOOLS and not card.query(LiveOutput):
         card.mount(LiveOutput())

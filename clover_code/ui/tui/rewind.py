@@ -10,11 +10,10 @@ it out again unless it was edited.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 from clover_code.agent.events import Redone, Rewound
-from clover_code.ui.tui.command_host import CommandHost
+from clover_code.ui.tui.commands.host import CommandHost
 
 if TYPE_CHECKING:
     from clover_code.agent.events import RewindScope
@@ -66,7 +65,6 @@ def rewind(app: CommandHost, turn: int, scope: RewindScope = "both") -> None:
         app.apply_events([event])
         if scope != "code" and app.restore_prompt(text) and app.turns.hidden:
             app.turns.hidden[-1].prompt = text  # a redo takes it out of the editor again
-        await _recount(app)
 
     app.in_background(work())
 
@@ -87,7 +85,6 @@ def redo(app: CommandHost, arg: str = "") -> None:
             return
         if event is not None:
             app.apply_events([event])
-        await _recount(app)
 
     app.in_background(work())
 
@@ -121,13 +118,3 @@ def headline(event: Rewound) -> str:
     if event.scope == "code":
         return f"Rewound the code only to {where} (the conversation stays as it is)"
     return f"Rewound to {where}"
-
-
-async def _recount(app: CommandHost) -> None:
-    """The context meter for the conversation as it now stands."""
-    agent = app.agent
-    if agent is None:
-        return
-    used = await asyncio.to_thread(agent.conversation.tokens, agent.engine)
-    app.stats.context_used = used
-    app.status.show(context_used=used)

@@ -34,9 +34,9 @@ async def decode_turn(engine, messages, tools, max_tokens: int) -> tuple[str, in
 
 
 def score_turn(text: str, want: list[tuple[str, dict]], registry) -> dict:
-    from clover_code.engine.markup.toolcalls import split_text
+    from clover_code.engine.markup.toolcalls import written_calls
 
-    written = [p for p in split_text(text) if not isinstance(p, str)]
+    written = written_calls(text)
     valid = [p for p in written if p.call is not None
              and not isinstance(registry.validate(p.call.name, p.call.arguments), str)]
     got = [(p.call.name, json.loads(p.call.arguments)) for p in written if p.call is not None]

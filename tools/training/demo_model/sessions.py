@@ -25,13 +25,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT))
-
-from tools.demo import GIT_ENV as GIT_IDENTITY  # noqa: E402
-from tools.demo import commit_all  # noqa: E402
-from tools.training.demo_model.drills import DRILLS  # noqa: E402
-from tools.training.demo_model.families import FAMILIES, Call, Task, package_name  # noqa: E402
+from tools.demo import GIT_ENV as GIT_IDENTITY
+from tools.demo import commit_all
+from tools.training.demo_model.drills import DRILLS
+from tools.training.demo_model.families import FAMILIES, Call, Task, package_name
 
 TASKS = {**FAMILIES, **DRILLS}  # what --family may name; a session with none named draws a family
 

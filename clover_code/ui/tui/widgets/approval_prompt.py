@@ -1,5 +1,8 @@
 """ApprovalPrompt: asks y (once) / a (always, this session) / n (no) for one tool call.
 
+The legend names the rule "always" adds as the request carries it: the agent adds exactly that
+rule, so what the user reads is what they allow.
+
 What is asked about is shown whole: a long diff or command scrolls inside the prompt (arrow
 keys, PgUp/PgDn, Home/End, the mouse wheel) between a heading and a legend that always stay
 in view, and the legend says how much is below.
@@ -55,7 +58,6 @@ class ApprovalPrompt(Vertical, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.request: ApprovalNeeded | None = None
-        self._always = ""
 
     def compose(self) -> ComposeResult:
         yield Static(id="approval-head")
@@ -70,9 +72,8 @@ class ApprovalPrompt(Vertical, can_focus=True):
         self.watch(body, "virtual_size", self._show_legend, init=False)
         self.watch(body, "size", self._show_legend, init=False)
 
-    def ask(self, request: ApprovalNeeded, always: str = "") -> None:
-        """Show `request`; `always`: the rule an "always" answer adds (said in the legend)."""
-        self.request, self._always = request, always
+    def ask(self, request: ApprovalNeeded) -> None:
+        self.request = request
         self.query_one("#approval-head", Static).update(self._heading(request))
         self.query_one("#approval-preview", Static).update(self._preview(request))
         self.query_one("#approval-body", VerticalScroll).scroll_home(animate=False, immediate=True)
@@ -89,7 +90,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
     def _heading(request: ApprovalNeeded) -> Text:
         call = request.call
         return Text.assemble(("Allow ", "bold"), (visible(call.name), "bold yellow"),
-                             f"  {summarize(call, 100)}", ("?", "bold"))
+                             f"  {summarize(request.touches, 100)}", ("?", "bold"))
 
     @staticmethod
     def _preview(request: ApprovalNeeded) -> RenderableType:
@@ -106,7 +107,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
         if self.request is None:
             return
         name = visible(self.request.call.name)
-        rule = visible(self._always) if self._always else name  # what "always" will allow
+        rule = visible(self.request.always) or name  # what "always" will allow
         legend = Text.assemble(("[y]", "bold green"), " yes once  ", ("[a]", "bold cyan"),
                                f" always, this session: {rule}  ", ("[n]", "bold red"), " no, tell the model")
         position = self._position()

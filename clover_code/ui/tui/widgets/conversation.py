@@ -13,6 +13,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from clover_code.engine import ToolCall
+from clover_code.tools.touches import Touches
 from clover_code.ui.terminal_text import visible
 from clover_code.ui.tui.widgets.assistant_message import AssistantMessage
 from clover_code.ui.tui.widgets.tool_card import ToolCard
@@ -46,12 +47,13 @@ class ConversationView(VerticalScroll, can_focus=False):
             self.current.freeze(note)
             self.current = None
 
-    def card(self, call: ToolCall, new: bool = False) -> ToolCard:
-        """The card of `call`; `new` starts one even if an earlier call had the same id."""
+    def card(self, call: ToolCall, new: bool = False, touches: Touches | None = None) -> ToolCard:
+        """The card of `call`; `new` starts one even if an earlier call had the same id.
+        `touches`: what the call touches, for a card started now."""
         card = self.cards.get(call.id)
         if card is None or new:
             self.end_assistant()
-            card = self.cards[call.id] = ToolCard(call)
+            card = self.cards[call.id] = ToolCard(call, touches)
             self.mount(card)
         return card
 

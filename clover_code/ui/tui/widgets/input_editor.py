@@ -3,8 +3,9 @@
 Enter sends, Ctrl+J (or Shift+Enter where the terminal reports it) adds a newline,
 Up/Down on the first/last line walk the history, Tab completes `@path`, and a large paste
 is kept out of the way as a placeholder that expands when sent. Keys that mean nothing to
-an editor of a few lines (PageUp/PageDown, Ctrl+Home/End, Home/End when it is empty, Ctrl+D
-when it is empty) are passed on to the app as messages.
+an editor of a few lines (PageUp/PageDown; Home/End, Ctrl+Home/End and Ctrl+D when it is
+empty) are passed on to the app as messages. Ctrl+Home/End on text are the editor's: its
+start and end (a rewound message put back is edited there, not scrolled past).
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ PASTE_LINES, PASTE_CHARS = 8, 800  # a paste larger than this becomes a placehol
 _AT_PATH = re.compile(r"@([\w./\-]*)$")
 _PLACEHOLDER = "[pasted text #{n}: {lines} lines]"
 ScrollTo = Literal["page_up", "page_down", "top", "bottom"]
-# Keys the transcript takes from the editor; Home/End only when the editor is empty.
-_SCROLL_KEYS: dict[str, ScrollTo] = {"pageup": "page_up", "pagedown": "page_down",
-                                     "ctrl+home": "top", "ctrl+end": "bottom"}
-_SCROLL_KEYS_WHEN_EMPTY: dict[str, ScrollTo] = {"home": "top", "end": "bottom"}
+# Keys the transcript takes from the editor; the Home/End ones only when the editor is empty.
+_SCROLL_KEYS: dict[str, ScrollTo] = {"pageup": "page_up", "pagedown": "page_down"}
+_SCROLL_KEYS_WHEN_EMPTY: dict[str, ScrollTo] = {"home": "top", "end": "bottom",
+                                                "ctrl+home": "top", "ctrl+end": "bottom"}
 
 
 def normalize_newlines(text: str) -> str:
@@ -132,11 +133,18 @@ class InputEditor(TextArea):
             event.stop()
             event.prevent_default()
             return
-        if self._pass_on(event.key):
+        if self._pass_on(event.key) or self._to_an_end(event.key):
             event.stop()
             event.prevent_default()
             return
         await super()._on_key(event)
+
+    def _to_an_end(self, key: str) -> bool:
+        """Ctrl+Home/End on text: the cursor to its start or end; whether it was one of them."""
+        if key not in ("ctrl+home", "ctrl+end"):
+            return False
+        self.move_cursor((0, 0) if key == "ctrl+home" else self.document.end)
+        return True
 
     def _pass_on(self, key: str) -> bool:
         """Post the app's message for a key the editor does not use; whether it was one."""

@@ -41,6 +41,7 @@ class StatusInfo:
     session_tokens: int = 0
     session_seconds: float = 0.0
     state: str = "starting"  # starting | loading[: what] | ready | working | error
+    mcp: str = ""  # while MCP servers start: which ("" once all are up or failed)
 
 
 @dataclass
@@ -132,9 +133,13 @@ def _speed(info: StatusInfo) -> Segment | None:
     return Segment([Text(f"{rate} tok/s")], 50)
 
 
+def _mcp(info: StatusInfo) -> Segment | None:
+    return Segment([Text(info.mcp, style="yellow"), Text("MCP…", style="yellow")], 40) if info.mcp else None
+
+
 def segments(info: StatusInfo) -> list[Segment]:
     approval = Segment([Text(info.approval, style="bold magenta")], ALWAYS)
-    found = [_engine(info), approval, _context(info), _state(info), _block(info), _speed(info)]
+    found = [_engine(info), approval, _context(info), _state(info), _mcp(info), _block(info), _speed(info)]
     return [s for s in found if s is not None]
 
 

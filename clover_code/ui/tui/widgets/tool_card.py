@@ -1,7 +1,11 @@
 """ToolCard: one tool call: name, arguments, status, duration; collapsible.
 
-Edits show their diff syntax-highlighted, shell commands their output and exit code (once,
-in the heading), other calls their arguments as `name: value` lines.
+The heading names the call by what it touches, as its tool declares (the command, the paths,
+a pattern), and fits its width: what the call acts on is cut to the room left, so the status
+mark always shows. Edits show their diff syntax-highlighted, shell commands their output and
+exit code (once, in the heading), other calls their arguments as `name: value` lines. A card
+the program unfolds (a diff, a failure) leaves the transcript where it is; one the user
+unfolds is scrolled into view.
 Everything shown comes from the model or the workspace: it passes `visible` (no terminal
 controls) and is never read as markup (the title is Content, not a markup string).
 """
@@ -10,24 +14,29 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Literal
+from typing import Any, Literal
 
+from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
+from textual import events
 from textual.content import Content
 from textual.widgets import Collapsible, Static
 
 from clover_code import jsonsafe
 from clover_code.engine import ToolCall
 from clover_code.jsonsafe import JSONObject
+from clover_code.tools.touches import Touches
 from clover_code.ui.terminal_text import one_line, visible
 
 MAX_OUTPUT_LINES = 60
 MAX_VALUE_LINES = 12  # of one argument in a card (an edit's old/new text shows as its diff)
+SUMMARY_CELLS = 60  # the most a heading gives what the call acts on, however wide the screen
+TITLE_SYMBOL_CELLS = 2  # the title's "▶ " before the heading
+MIN_SUMMARY_CELLS = 4  # less room than this: no summary rather than an ellipsis and a letter
 # The shell's own status line (tools/shell.py): the heading says it, the output need not.
 _EXIT_LINE = re.compile(r"\n?\[exit code (-?\d+)\]\s*$")
-_KEY_ARGS = ("path", "command", "pattern", "message", "query", "file")
 _EDIT_TEXTS = ("old_string", "new_string", "content", "patch")
 _LABELS = {"run_shell": "shell"}
 CardStatus = Literal["parsed", "approval", "running", "ok", "failed", "denied", "cancelled"]
@@ -51,13 +60,21 @@ def tool_label(name: str) -> str:
     return visible(_LABELS.get(name, name))
 
 
-def summarize(call: ToolCall, limit: int = 60) -> str:
-    """The one argument that says what the call does (a path, a command...)."""
-    args = parse_arguments(call.arguments) or {}
-    for key in _KEY_ARGS:
-        if isinstance(args.get(key), str):
-            return one_line(visible(args[key]), limit)
-    return ""
+def summarize(touches: Touches | None, limit: int = SUMMARY_CELLS) -> str:
+    """What the call does, in a line: what its tool says it touches ("" when it says nothing)."""
+    return one_line(visible(touches.summary), limit) if touches is not None else ""
+
+
+def fit_heading(name: str, touches: Touches | None, mark: str, room: int | None) -> str:
+    """A card's heading in `room` cells (None: not laid out yet): the tool's name, what the
+    call acts on and the status mark. The mark is never cut: the summary gives way first, then
+    the name."""
+    room = room if room is not None else cell_len(name) + SUMMARY_CELLS + cell_len(mark) + 5
+    for_name = room - cell_len(mark) - 3
+    name = one_line(name, max(for_name, 1))
+    for_summary = min(for_name - cell_len(name) - 2, SUMMARY_CELLS)
+    what = summarize(touches, for_summary) if for_summary >= MIN_SUMMARY_CELLS else ""
+    return f"{name}{'  ' + what if what else ''}   {mark}"
 
 
 def clip_lines(text: str, limit: int = MAX_OUTPUT_LINES) -> str:
@@ -105,11 +122,13 @@ class ToolCard(Collapsible):
     ToolCard { height: auto; }
     """
 
-    def __init__(self, call: ToolCall) -> None:
-        self.call = call
+    def __init__(self, call: ToolCall, touches: Touches | None = None) -> None:
+        self.call, self.touches = call, touches
         self.status: CardStatus = "parsed"
         self.seconds: float | None = None
         self.exit_code: int | None = None
+        self._room: int | None = None  # cells the heading has, once laid out
+        self._unfolding = False  # the program unfolds it: the view is not to move
         self._body = Static(arguments_view(call), classes="tool-body")
         # Textual types title as str; Content is shown as it is, never parsed as markup.
         super().__init__(self._body, title=self._heading(), collapsed=True)  # type: ignore[arg-type]
@@ -118,8 +137,28 @@ class ToolCard(Collapsible):
         symbol, _ = _STATUS[self.status]
         code = f" exit {self.exit_code}" if self.exit_code not in (None, 0) else ""
         took = f" {self.seconds:.2f}s" if self.seconds is not None else ""
-        what = summarize(self.call)
-        return Content(f"{visible(self.call.name)}{'  ' + what if what else ''}   {symbol}{code}{took}")
+        return Content(fit_heading(visible(self.call.name), self.touches, f"{symbol}{code}{took}", self._room))
+
+    def on_resize(self, event: events.Resize) -> None:
+        title = self.query_one("CollapsibleTitle")  # Textual's, not exported: by its type's name
+        room = self.content_size.width - title.styles.gutter.width - TITLE_SYMBOL_CELLS
+        if room != self._room:
+            self._room = room
+            self.title = self._heading()  # type: ignore[assignment]  # Content, as in __init__
+
+    def unfold(self) -> None:
+        """Show the body without moving the transcript: Collapsible scrolls a card into view
+        whenever it unfolds, which would pull an anchored transcript up to a long diff's top
+        and leave the reply written below it unseen."""
+        if self.collapsed:
+            self._unfolding = self.is_mounted  # Collapsible scrolls only a mounted card
+            self.collapsed = False
+
+    def scroll_visible(self, *args: Any, **kwargs: Any) -> None:
+        if self._unfolding:  # the scroll Collapsible asks for once the program unfolded it
+            self._unfolding = False
+            return
+        super().scroll_visible(*args, **kwargs)
 
     def set_status(self, status: CardStatus, seconds: float | None = None) -> None:
         self.status = status
@@ -142,9 +181,12 @@ class ToolCard(Collapsible):
         parts: list[RenderableType] = [arguments_view(self.call, skip=_EDIT_TEXTS if has_diff else ())]
         if has_diff:
             parts.append(diff_view(str(diff)))
-            self.collapsed = False
+            self.unfold()
+        transcript = data.get("transcript")  # a sub-agent's own work (the task tool): the card unfolds to it
+        if isinstance(transcript, str) and transcript.strip():
+            parts.append(Text(visible(clip_lines(transcript)), style="dim"))
         if output.strip() and not (has_diff and ok):
             parts.append(Text(visible(clip_lines(output.rstrip()))))
         if not ok and not denied:
-            self.collapsed = False
+            self.unfold()
         self._body.update(Group(*parts))

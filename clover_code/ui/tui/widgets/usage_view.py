@@ -1,7 +1,8 @@
 """UsageView: `/cost` in the transcript: tokens per turn, the context by part, the cost.
 
-Drawn once from figures it is given (ui/tui/usage.py works them out); a later `/cost` adds
-a new one rather than changing this.
+Drawn once from figures it is given (the session ledger's turns, agent/context_count.py's
+count of the context); a later `/cost` adds a new one rather than changing this. An estimate
+is marked `~` and says so: only the model's tokenizer counts what the model sees.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from clover_code.agent.context_count import ContextCount
 from clover_code.ui.terminal_text import visible
-from clover_code.ui.tui.usage import ContextPart, Prices, TurnUsage
+from clover_code.ui.tui.ledger import TurnUsage
+from clover_code.ui.tui.prices import Prices
 
 MESSAGE_CHARS = 36
 LAST_TURNS = 20  # rows; earlier turns are summed into one
@@ -24,9 +27,9 @@ class UsageView(Static):
     UsageView { height: auto; margin: 1 0 0 2; padding: 0 1; border-left: wide $accent; }
     """
 
-    def __init__(self, turns: list[TurnUsage], total: TurnUsage, context: list[ContextPart], used: int,
-                 window: int, prices: Prices | None) -> None:
-        super().__init__(Group(_turns_table(turns, total, prices), Text(""), _context_table(context, used, window),
+    def __init__(self, turns: list[TurnUsage], total: TurnUsage, context: ContextCount, window: int,
+                 prices: Prices | None) -> None:
+        super().__init__(Group(_turns_table(turns, total, prices), Text(""), _context_table(context, window),
                                Text(""), _price_line(total, prices)), classes="usage")
 
 
@@ -65,26 +68,30 @@ def _cells(turn: TurnUsage, prices: Prices | None) -> list[str]:
 def _sum(turns: list[TurnUsage], label: str) -> TurnUsage:
     out = TurnUsage(label)
     for turn in turns:
-        out.requests += turn.requests
-        out.tokens_in += turn.tokens_in
-        out.cached_in += turn.cached_in
-        out.tokens_out += turn.tokens_out
+        out.add(turn)
     return out
 
 
-def _context_table(parts: list[ContextPart], used: int, window: int) -> Table:
-    table = Table(title=f"Context: {_k(used)} of {_k(window)} tokens ({used / window:.0%})" if window else "Context",
-                  title_justify="left", box=None, pad_edge=False, show_edge=False)
+def _context_table(context: ContextCount, window: int) -> Table:
+    used = context.tokens
+    total = f"{'' if context.exact else '~'}{_k(used)}"
+    title = f"Context: {total} of {_k(window)} tokens ({used / window:.0%})" if window else f"Context: {total} tokens"
+    how = ("counted with the model's tokenizer" if context.parts_exact
+           else "counted with the model's tokenizer, the parts estimated" if context.exact
+           else "estimated: no tokenizer of the model at hand")
+    table = Table(title=f"{title} · {how}", title_justify="left", box=None, pad_edge=False, show_edge=False)
     table.add_column("part")
     table.add_column("tokens", justify="right")
     table.add_column("of the window", justify="right")
     table.add_column("share of what is used")
-    for part in parts:
-        filled = round(BAR * part.tokens / used) if used else 0
-        table.add_row(part.name, _k(part.tokens), f"{part.tokens / window:.1%}" if window else "",
+    about = "" if context.parts_exact else "~"
+    for part in context.parts:
+        filled = min(BAR, round(BAR * part.tokens / used)) if used else 0
+        table.add_row(part.name, f"{about}{_k(part.tokens)}", f"{part.tokens / window:.1%}" if window else "",
                       Text("█" * filled + "░" * (BAR - filled), style="cyan"))
     if window:
-        table.add_row("free", _k(max(0, window - used)), f"{max(0, window - used) / window:.1%}", "")
+        free = max(0, window - used)
+        table.add_row("free", f"{'' if context.exact else '~'}{_k(free)}", f"{free / window:.1%}", "")
     return table
 
 
