@@ -63,7 +63,9 @@ def demo_turn() -> ChatRequest:
          "value limited to the range [low, high], with a test in tests/test_measures.py. Run the tests, then commit."},
         {"role": "assistant", "content": "", "tool_calls": [read(1, "numkit/measures.py")]},
         {"role": "tool", "tool_call_id": "call_1", "name": "read_file", "content": numbered}]
-    return ChatRequest(messages, default_registry().schemas(), max_tokens=400)
+    # The tools the demo model was trained with (the todo list came later), as the agent offers it.
+    trained = [t for t in default_registry().schemas() if t["function"]["name"] != "todo_write"]
+    return ChatRequest(messages, trained, max_tokens=400)
 
 
 def decoded(engine: EmbeddedEngine, request: ChatRequest) -> tuple[str, int, int]:
