@@ -5,13 +5,6 @@ of a Chat Completions server); engines that cannot run are refused in one line."
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import anthropic
@@ -21,38 +14,9 @@ import pytest
 from test_server import CALL, TOOLS, scripted
 
 from clover_code.engine.wire.server import create_app
-from tests.support.serving import serve_app
+from tests.support.serving import free_port, serve_app, serve_process
 
 USER = [{"role": "user", "content": "hi"}]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def serve_process(*flags: str, env: dict | None = None) -> Iterator[str]:
-    """`clover-code serve FLAGS` on a free port; yields its API root once /health answers."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "clover_code.cli", "serve", "--port", str(port), *flags],
-                            env={**os.environ, **(env or {})}, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, proc.stderr.read()
-            assert time.monotonic() < deadline, "serve never answered /health"
-            try:
-                httpx.get(url.removesuffix("/v1") + "/health", timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=20)
 
 
 def replies_file(tmp_path: Path, *replies) -> str:

@@ -13,16 +13,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
 import pytest
+
+from tests.support.serving import serve_process
 
 pytestmark = pytest.mark.interop
 
@@ -51,26 +49,8 @@ def serve(replies: list, folder: Path) -> Iterator[str]:
     """`clover-code serve --engine scripted:FILE --api-key KEY` on a free port; yields its root URL."""
     script = folder / "replies.jsonl"
     script.write_text("".join(json.dumps(r) + "\n" for r in replies))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "clover_code.cli", "serve", "--engine", f"scripted:{script}",
-                             "--port", str(port), "--api-key", KEY], stderr=subprocess.PIPE, text=True)
-    root = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, proc.stderr.read()
-            assert time.monotonic() < deadline, "serve never answered /health"
-            try:
-                httpx.get(f"{root}/health", timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        yield root
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=20)
+    with serve_process("--engine", f"scripted:{script}", "--api-key", KEY) as url:
+        yield url.removesuffix("/v1")
 
 
 def call(name: str, **arguments: object) -> dict:

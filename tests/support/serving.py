@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import select
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import httpx
 import uvicorn
 
 from clover_code.engine.wire.http_guard import ConnectionLimits, GuardedConfig
@@ -153,3 +157,32 @@ def still_open(conns: list[socket.socket]) -> bool:
     for conn in conns:
         poll.register(conn, select.POLLIN)
     return not poll.poll(0)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serve_process(*flags: str, env: dict | None = None) -> Iterator[str]:
+    """`clover-code serve FLAGS` on a free port; yields its API root once /health answers."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "clover_code.cli", "serve", "--port", str(port), *flags],
+                            env={**os.environ, **(env or {})}, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "serve never answered /health"
+            try:
+                httpx.get(url.removesuffix("/v1") + "/health", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)
