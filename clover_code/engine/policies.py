@@ -13,6 +13,9 @@ when its rule takes none), so a block always ends; the loop never offers the mas
     context:T     thresholds by the scaffold's context: positions the grammar says are JSON
                   structure, a key or a tool name commit at >= T, string contents and prose
                   at the threshold rule's 0.95 (without a scaffold, everything is prose)
+    guarded:T     the threshold rule at T, but a pick that repeats the token beside it (committed,
+                  or picked there this pass) waits for 0.95: the doubled token (`strstr`,
+                  `pypy`) a model unsure of an offset writes when the bar is low
 
 A policy is named `NAME[:KNOB]` (flags, config, a request body); `parse_policy` reads that and
 refuses anything else with a message that lists the names. A bare name takes the knob that
@@ -46,6 +49,8 @@ class Offer:
     active: Sequence[bool]  # still masked and needed (only these may be committed)
     entropy: Sequence[float] | None = None  # nats, when the policy wants it
     kinds: Sequence[Kind | None] | None = None  # when the policy wants it and a scaffold runs
+    neighbours: Sequence[int] | None = None  # when the policy wants "tokens": each position's token,
+    # the committed one where resolved, else this pass's pick
 
 
 class Policy(Protocol):
@@ -149,6 +154,33 @@ class Context:
 
 
 @dataclass(frozen=True)
+class Guarded:
+    """The threshold rule at the knob, except for a pick that repeats the token beside it
+    (committed, or picked there this pass): that one waits for DEFAULT_THRESHOLD. A small
+    model unsure of a token's offset offers it at two neighbouring positions (`strstr`,
+    `pypy`, `..`); a lower bar commits both, and the text has a doubled token."""
+
+    knob: float = 0.8
+    name: ClassVar[str] = "guarded"
+    wants: ClassVar[frozenset[str]] = frozenset({"tokens"})
+
+    def select(self, offer: Offer) -> list[int]:
+        tokens = offer.neighbours
+        if tokens is None:
+            raise ValueError("the guarded policy needs the offer's tokens")
+
+        def repeats(i: int) -> bool:
+            return any(0 <= j < len(tokens) and tokens[j] == tokens[i] for j in (i - 1, i + 1))
+
+        chosen = [i for i, (c, a) in enumerate(zip(offer.confidence, offer.active, strict=True))
+                  if a and (c >= DEFAULT_THRESHOLD or (c >= self.knob and not repeats(i)))]
+        if chosen:
+            return chosen
+        fresh = [a and not repeats(i) for i, a in enumerate(offer.active)]
+        return likeliest(Offer(offer.confidence, fresh)) if any(fresh) else likeliest(offer)
+
+
+@dataclass(frozen=True)
 class Rule:
     """A policy's name, what its knob means and where it may lie."""
 
@@ -163,6 +195,7 @@ POLICIES: dict[str, Rule] = {
     "factor": Rule(Factor, 0.5, lambda k: k > 0, "a factor above 0"),
     "entropy": Rule(Entropy, 0.1, lambda k: k >= 0, "a budget in nats, 0 or more"),
     "context": Rule(Context, 0.8, lambda k: 0 < k <= 1, "a confidence in (0, 1]"),
+    "guarded": Rule(Guarded, 0.8, lambda k: 0 < k <= 1, "a confidence in (0, 1]"),
 }
 NAMES_HELP = ", ".join(f"{name}[:KNOB]" for name in POLICIES)
 

@@ -14,6 +14,7 @@ from clover_code.engine.policies import (
     Context,
     Entropy,
     Factor,
+    Guarded,
     Offer,
     PolicyError,
     Threshold,
@@ -62,6 +63,26 @@ def test_context_lowers_the_bar_for_structure_and_keys_only():
     assert Context(0.8).select(Offer(conf, ALL, kinds=kinds)) == [4]
 
 
+def test_guarded_holds_a_pick_that_repeats_a_token_near_it_to_the_default_bar():
+    # the tokens as the pass leaves them: 7 7 (a doubled pick), then 3 4 3 (no token beside its twin)
+    conf = [0.8, 0.8, 0.8, 0.9, 0.8, 0.96]
+    tokens = [7, 7, 3, 4, 3, 6]
+    assert Guarded(0.75).select(Offer(conf, ALL, neighbours=tokens)) == [2, 3, 4, 5]
+    assert Threshold(0.75).select(Offer(conf, ALL)) == [0, 1, 2, 3, 4, 5]
+    # at the default bar a repeat commits: code has `))` and `""`
+    assert Guarded(0.75).select(Offer([0.96, 0.96], [True, True], neighbours=[9, 9])) == [0, 1]
+    # a committed neighbour counts as much as a pick
+    assert Guarded(0.75).select(Offer([0.99, 0.8, 0.8], [False, True, True], neighbours=[2, 2, 5])) == [2]
+
+
+def test_when_nothing_passes_guarded_takes_the_likeliest_pick_that_repeats_nothing():
+    offer = Offer([0.6, 0.6, 0.5, 0.2], [True] * 4, neighbours=[7, 7, 3, 3])
+    assert Guarded(0.9).select(offer) == [0]  # every one repeats: the likeliest
+    assert Guarded(0.9).select(Offer([0.6, 0.6, 0.5, 0.2], [True] * 4, neighbours=[7, 7, 3, 4])) == [2]
+    with pytest.raises(ValueError, match="tokens"):
+        Guarded(0.9).select(Offer([0.9], [True]))
+
+
 def test_names_and_knobs_as_a_user_writes_them():
     assert parse_policy("threshold:0.9") == Threshold(0.9)
     assert parse_policy("threshold") == Threshold(0.95)
@@ -71,7 +92,8 @@ def test_names_and_knobs_as_a_user_writes_them():
     assert parse_policy("context:0.6", threshold=0.8) == Context(0.6)
     assert policy_spec(parse_policy("factor")) == "factor:0.5"
     assert policy_spec(parse_policy("context")) == "context:0.8"
-    for spec in ("threshold:0.9", "factor:0.5", "entropy:1.5", "context:0.4"):
+    assert parse_policy("guarded") == Guarded(POLICIES["guarded"].default)
+    for spec in ("threshold:0.9", "factor:0.5", "entropy:1.5", "context:0.4", "guarded:0.7"):
         assert policy_spec(parse_policy(spec)) == spec
 
 
@@ -94,7 +116,7 @@ def test_a_bad_name_or_knob_says_what_would_do(spec, says):
 def every_policy():
     return [parse_policy(f"{name}:{knob}") for name, knobs in
             (("threshold", (1.0, 0.5, 0.01)), ("factor", (0.01, 1, 30)), ("entropy", (0, 0.5, 50)),
-             ("context", (1.0, 0.01))) for knob in knobs]
+             ("context", (1.0, 0.01)), ("guarded", (1.0, 0.5, 0.01))) for knob in knobs]
 
 
 @pytest.mark.parametrize("policy", every_policy(), ids=policy_spec)
@@ -105,7 +127,8 @@ def test_on_random_offers_a_policy_commits_a_sorted_nonempty_subset_of_the_activ
         active = [rng.random() < 0.6 for _ in range(n)]
         active[rng.randrange(n)] = True
         offer = Offer([rng.random() for _ in range(n)], active, [rng.random() * 3 for _ in range(n)],
-                      [rng.choice(["prose", "string", "key", "structure", None]) for _ in range(n)])
+                      [rng.choice(["prose", "string", "key", "structure", None]) for _ in range(n)],
+                      [rng.randrange(4) for _ in range(n)])
         chosen = policy.select(offer)
         assert chosen and chosen == sorted(set(chosen)) and all(active[i] for i in chosen)
 

@@ -536,3 +536,43 @@ def test_on_policy_states_keep_their_true_tokens_and_train_only_the_masked_posit
     hidden = [(k, j) for k, (_, _, noisy) in enumerate(states) for j in range(BLOCK) if noisy[j] == mask]
     assert batch.rows.tolist() == [batch.noisy_from + k * BLOCK + j for k, j in hidden]
     assert batch.targets.tolist() == [states[k][1][j] for k, j in hidden]
+
+
+def test_certainty_forcing_sharpens_only_the_picks_that_are_already_right():
+    from tools.training.demo_model.train import certainty_loss
+
+    logits = torch.tensor([[2.0, 1.0, 0.0],  # right, unsure
+                           [0.0, 3.0, 0.0],  # wrong: the target is 0
+                           [0.0, 0.0, 9.0]], requires_grad=True)  # right, sure
+    targets = torch.tensor([0, 0, 2])
+    loss = certainty_loss(logits, targets)
+    p = logits.detach()[[0, 2]].softmax(-1)
+    assert torch.allclose(loss, -(p * p.log()).sum(-1).mean())
+    loss.backward()
+    assert logits.grad[1].abs().sum() == 0  # a wrong pick is left to the cross-entropy
+    assert logits.grad[0, 0] < 0  # descending raises the right pick's logit
+    assert certainty_loss(logits[1:2], targets[1:2]) == 0
+
+
+def test_the_certainty_weight_adds_the_term_to_the_diffusion_loss():
+    from tools.training.demo_model.train import certainty_loss
+
+    _, _, model, batch = tiny_two_stream_setup()
+    with torch.no_grad():
+        base, _, _ = step_loss(model, batch, 0.0)
+        forced, _, _ = step_loss(model, batch, 0.0, certainty_weight=2.0)
+        hidden = forward(model, batch).last_hidden_state.flatten(0, 1)
+        term = certainty_loss(model.lm_head(hidden[batch.rows]).float(), batch.targets)
+    assert torch.allclose(forced - base, 2.0 * term, atol=1e-5)
+
+
+def test_the_on_policy_threshold_is_a_range_of_thresholds():
+    import argparse
+
+    from tools.training.train_demo_model import threshold_range
+
+    assert threshold_range("0.6:0.9") == (0.6, 0.9)
+    assert threshold_range("0.8") == (0.8, 0.8)
+    for bad in ("0.9:0.6", "0:0.5", "high", "0.5:1.5"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            threshold_range(bad)

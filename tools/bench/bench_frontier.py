@@ -1,14 +1,16 @@
 """The speed/accuracy frontier of the decoding policies (issue 46) on held-out demo sessions.
 
     python tools/bench/bench_frontier.py --sessions NAME=FILE [--sessions NAME=FILE ...] [--limit N]
-        [--sweep NAME:KNOB,KNOB,...] ... [--jobs N] [--out DIR] [--json] [--kept]
+        [--sweep NAME:KNOB,KNOB,...] ... [--model [NAME=]DIR ...] [--jobs N] [--out DIR] [--json] [--kept]
     python tools/bench/bench_frontier.py --quick [--out DIR]   # seconds: keeps the script from rotting
 
 Every point is the held-out evaluation (tools/training/demo_model/evaluate.py: each assistant
 turn decoded from its true history by the real embedded engine, scaffold on, greedy) under one
-policy and knob, on each set of sessions. Points are kept in DIR/points/SET/SPEC.json as they
-finish, so a run that stops resumes where it was and a new sweep adds to the old ones
-(`--kept` measures nothing: it writes the JSON and the plot from the points kept).
+policy and knob, on each set of sessions, for each checkpoint (`--model`, the shipped one by
+default; with several, a point is named `SPEC MODEL` and each checkpoint draws its own lines).
+Points are kept in DIR/points/SET/[MODEL/]SPEC.json as they finish, so a run that stops
+resumes where it was and a new sweep adds to the old ones (`--kept` measures nothing: it
+writes the JSON and the plot from the points kept).
 DIR/frontier.json holds every point (TPF, calls valid, calls exactly right, turns right), the
 goal, which points meet it on every set, the command, date and machine; DIR/frontier.png
 plots TPF against exact calls, one panel per set, one line per policy (the threshold rule is
@@ -83,37 +85,55 @@ def model_key(model: Path) -> str:
         return str(model.resolve())
 
 
-def point_path(out: Path, set_name: str, spec: str) -> Path:
-    return out / "points" / set_name / f"{spec.replace(':', '_')}.json"
+def model_args(items: list[str]) -> dict[str, Path]:
+    """`--model [NAME=]DIR` flags as {name: folder}; a bare DIR is named by its folder."""
+    models: dict[str, Path] = {}
+    for item in items:
+        name, eq, folder = item.partition("=")
+        path = Path(folder if eq else item)
+        if not (path / "config.json").is_file():
+            raise SystemExit(f"--model {item}: expected [NAME=]DIR, a checkpoint folder with a config.json")
+        models[name if eq else path.name] = path
+    return models or {"shipped": ROOT / "clover_code" / "models" / "clover-demo"}
+
+
+def point_path(out: Path, set_name: str, label: str) -> Path:
+    spec, _, model = label.partition(" ")
+    return out / "points" / set_name / model / f"{spec.replace(':', '_')}.json"
 
 
 def run_points(sets: dict[str, Path], all_specs: list[str], out: Path, limit: int | None, max_tokens: int,
-               model: Path, jobs: int, measure_new: bool = True) -> dict[str, dict[str, dict]]:
-    """Every (set, spec) point, read back from an earlier run of the same setup or measured now
-    (unless `measure_new` is False: then only the kept ones)."""
+               models: dict[str, Path], jobs: int, measure_new: bool = True) -> dict[str, dict[str, dict]]:
+    """Every (set, checkpoint, spec) point, read back from an earlier run of the same setup or
+    measured now (unless `measure_new` is False: then only the kept ones). A point's label is
+    its spec, with the checkpoint's name after it when there are several."""
     points: dict[str, dict[str, dict]] = {name: {} for name in sets}
-    todo = []
+    todo: list[tuple[tuple[str, str, str, int | None, int, str], str, dict]] = []  # (task, label, setup)
     for name, path in sets.items():
-        setup = {"source": str(path), "limit": limit, "max_tokens": max_tokens, "model": model_key(model)}
-        for spec in all_specs:
-            saved = point_path(out, name, spec)
-            kept = json.loads(saved.read_text()) if saved.exists() else {}
-            if all(kept.get(k) == v for k, v in setup.items()):
-                points[name][spec] = kept
-            else:
-                todo.append((name, str(path), spec, limit, max_tokens, str(model)))
+        for model_name, model in models.items():
+            setup = {"source": str(path), "limit": limit, "max_tokens": max_tokens, "model": model_key(model)}
+            for spec in all_specs:
+                label = spec if len(models) == 1 else f"{spec} {model_name}"
+                saved = point_path(out, name, label)
+                kept = json.loads(saved.read_text()) if saved.exists() else {}
+                if all(kept.get(k) == v for k, v in setup.items()):
+                    points[name][label] = kept
+                else:
+                    todo.append(((name, str(path), spec, limit, max_tokens, str(model)), label, setup))
     if not measure_new:
         todo = []
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for done in as_completed([pool.submit(measure, task) for task in todo]):
-            name, spec, figures = done.result()
-            figures.update(source=str(sets[name]), limit=limit, max_tokens=max_tokens, model=model_key(model))
-            saved = point_path(out, name, spec)
+        futures = {pool.submit(measure, task): (label, setup) for task, label, setup in todo}
+        for done in as_completed(futures):
+            name, _, figures = done.result()
+            label, setup = futures[done]
+            figures.update(setup)
+            saved = point_path(out, name, label)
             saved.parent.mkdir(parents=True, exist_ok=True)
             saved.write_text(json.dumps(figures, indent=1))
-            points[name][spec] = figures
-            print(f"{name} {spec}: TPF {figures['tpf']}, valid {figures['valid_call_rate']:.1%}, "
+            points[name][label] = figures
+            print(f"{name} {label}: TPF {figures['tpf']}, valid {figures['valid_call_rate']:.1%}, "
                   f"exact {figures['exact_call_rate']:.1%} ({figures['seconds']} s)", file=sys.stderr, flush=True)
     return points
 
@@ -142,16 +162,23 @@ def plot(result: dict, path: Path) -> str | None:
     sets = result["sets"]
     fig, axes = plt.subplots(1, len(sets), figsize=(5.2 * len(sets), 4.2), dpi=90, squeeze=False)
     for ax, (set_name, per_spec) in zip(axes[0], sets.items(), strict=True):
-        lines: dict[str, list[tuple[float, float, str]]] = {}
-        for spec, f in per_spec.items():
+        lines: dict[tuple[str, str], list[tuple[float, float, str]]] = {}
+        for label, f in per_spec.items():
+            spec, _, model = label.partition(" ")
             name, _, knob = spec.partition(":")
-            lines.setdefault(name, []).append((100 * f["exact_call_rate"], f["tpf"], knob))
+            lines.setdefault((name, model), []).append((100 * f["exact_call_rate"], f["tpf"], knob))
         ax.fill_between([100 * GOAL["exact_call_rate"], 100], GOAL["tpf"], 40, color="tab:green", alpha=0.12,
                         label="goal")
-        for name, pts in sorted(lines.items(), key=lambda kv: kv[0] != "threshold"):
+        models = sorted({model for _, model in lines})
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        names = sorted({name for name, _ in lines} - {"threshold"})
+        for (name, model), pts in sorted(lines.items(), key=lambda kv: (kv[0][0] != "threshold", kv[0])):
             pts.sort(key=lambda p: p[1])  # along the knob: TPF grows as a policy commits more
-            style = {"color": "black", "linewidth": 2} if name == "threshold" else {}
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=name, **style)
+            color = "black" if name == "threshold" else colors[names.index(name) % len(colors)]
+            style = {"color": color, "linewidth": 2 if name == "threshold" else 1.5,
+                     "linestyle": ("-", "--", ":", "-.")[models.index(model) % 4]}
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                    label=f"{name} ({model})" if model else name, **style)
             for x, y, knob in pts:
                 ax.annotate(knob, (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
         tops = [f["tpf"] for f in per_spec.values()] or [GOAL["tpf"]]
@@ -190,7 +217,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--sweep", action="append", metavar="NAME:KNOB,KNOB", help=f"default: {' '.join(SWEEPS)}")
     p.add_argument("--limit", type=int, help="the first N sessions of each set")
     p.add_argument("--max-tokens", type=int, default=768)
-    p.add_argument("--model", type=Path, default=ROOT / "clover_code" / "models" / "clover-demo")
+    p.add_argument("--model", action="append", default=[], metavar="[NAME=]DIR",
+                   help="a checkpoint to measure (repeat to compare several; default: the shipped demo model)")
     p.add_argument("--jobs", type=int, default=1, help="points measured at once (one torch thread each)")
     p.add_argument("--out", type=Path, default=Path("frontier"))
     p.add_argument("--json", action="store_true", help="print the result as JSON (else a table)")
@@ -227,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
             if not sets:
                 raise SystemExit("name at least one held-out set: --sessions NAME=FILE (or --quick)")
             sweeps, max_tokens = list(args.sweep or SWEEPS), args.max_tokens
-        points = run_points(sets, specs(sweeps), args.out, args.limit, max_tokens, args.model, args.jobs,
+        points = run_points(sets, specs(sweeps), args.out, args.limit, max_tokens, model_args(args.model), args.jobs,
                             measure_new=not args.kept)
     result = summary(points, argv)
     (args.out / "frontier.json").write_text(json.dumps(result, indent=1))

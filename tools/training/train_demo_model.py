@@ -241,7 +241,7 @@ def cmd_train(args) -> int:
         for _ in range(args.accum):
             batch = next_batch().to(device, non_blocking=True)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
-                loss, acc, _ = step_loss(model, batch, args.aux, args.ar_weight, args.ar_scope)
+                loss, acc, _ = step_loss(model, batch, args.aux, args.ar_weight, args.ar_scope, args.certainty_weight)
             (loss / args.accum).backward()
             meter.add(loss.item(), acc, batch.tokens)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -347,7 +347,9 @@ def batches(args, source, rng: random.Random, step: int, model):
                 return one_block(row, mask_id, filler, rng)
             if not args.on_policy_rate or rng.random() >= args.on_policy_rate:
                 return two_stream(row, mask_id, filler, rng, args.copies)
-            states = visited_states(model, row, mask_id, filler, stop_ids, rng, args.on_policy_rounds)
+            low, high = args.on_policy_threshold
+            states = visited_states(model, row, mask_id, filler, stop_ids, rng, args.on_policy_rounds,
+                                    rng.uniform(low, high))
             return two_stream(row, mask_id, filler, rng, args.copies - 1, states)
         return one
     if args.kind != "attention":
@@ -440,6 +442,18 @@ def cmd_split_names(args) -> int:
     return 0
 
 
+def threshold_range(text: str) -> tuple[float, float]:
+    """`0.6:0.9` (or one value) as (low, high), each in (0, 1]."""
+    low, _, high = text.partition(":")
+    try:
+        bounds = (float(low), float(high or low))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: LOW:HIGH thresholds, like 0.6:0.9") from None
+    if not 0 < bounds[0] <= bounds[1] <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: thresholds with 0 < LOW <= HIGH <= 1")
+    return bounds
+
+
 def layer_list(text: str) -> list[int]:
     try:
         return [int(part) for part in text.split(",")]
@@ -514,6 +528,12 @@ def main() -> int:
                         "the one before its first wrong commit if any (tools/training/demo_model/on_policy.py)")
     t.add_argument("--on-policy-rounds", type=int, default=6,
                    help="most denoising passes per row for --on-policy-rate (each a forward pass without gradients)")
+    t.add_argument("--on-policy-threshold", type=threshold_range, default=(0.95, 0.95), metavar="LOW:HIGH",
+                   help="the confidence threshold the on-policy decoding runs at, drawn per row from this range "
+                        "(a low one visits the states a faster policy decodes through)")
+    t.add_argument("--certainty-weight", type=float, default=0.0,
+                   help="weight of the entropy of the masked predictions that are already right "
+                        "(certainty forcing, tools/training/demo_model/train.py: more tokens per pass)")
     t.add_argument("--aux", type=float, default=0.01, help="MoE load-balancing loss weight")
     t.add_argument("--size", choices=("default", "large"), default="default",
                    help="the model's shape (SIZES; large: attention only, 6 layers, 12M parameters)")

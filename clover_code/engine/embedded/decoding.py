@@ -259,7 +259,9 @@ def _offer(policy: Policy, pick: Pick, tokens: list[int], confidence: list[float
     active = [not r and i < limit for i, r in enumerate(resolved)]
     entropy = pick.entropy.tolist() if pick.entropy is not None else None
     kinds = guide.kinds(block, resolved, tokens) if guide is not None and "kinds" in policy.wants else None
-    return Offer(confidence, active, entropy, kinds)
+    neighbours = [b if r else t for b, r, t in zip(block, resolved, tokens, strict=True)] \
+        if "tokens" in policy.wants else None
+    return Offer(confidence, active, entropy, kinds, neighbours)
 
 
 def _settle(guide: Guide | None, block: list[int], resolved: list[bool], stop_ids: frozenset[int],

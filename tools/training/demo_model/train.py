@@ -168,8 +168,20 @@ def next_token_loss(model, hidden: torch.Tensor, batch: Batch, scope: str) -> to
     return F.cross_entropy(logits, batch.input_ids.flatten()[targets])
 
 
+def certainty_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean entropy of the predictions ([N, V] logits) whose top pick is already the target:
+    dParallel's certainty forcing. Cross-entropy alone leaves a right pick at 0.7 as happy as
+    at 0.99; the threshold rule commits it only at 0.95, so a pass at a high mask ratio commits
+    few of the tokens the model already knows. Wrong picks get no such push."""
+    right = logits.argmax(-1) == targets  # [N]
+    if not right.any():
+        return logits.new_zeros(())
+    log_p = logits[right].log_softmax(-1)  # [R, V]
+    return -(log_p.exp() * log_p).sum(-1).mean()
+
+
 def step_loss(model, batch: Batch, aux_coef: float, ar_weight: float = 0.0,
-              ar_scope: str = "all") -> tuple[torch.Tensor, float, int]:
+              ar_scope: str = "all", certainty_weight: float = 0.0) -> tuple[torch.Tensor, float, int]:
     """Cross-entropy over the masked noisy positions; (loss, accuracy, count).
 
     With `ar_weight`, plus next-token cross-entropy over the clean (causal) prefix stream:
@@ -178,12 +190,15 @@ def step_loss(model, batch: Batch, aux_coef: float, ar_weight: float = 0.0,
     LMs are usually converted from. It costs one head product over the clean stream.
     `ar_scope` "turns" keeps only the tokens of assistant turns as next-token targets:
     file contents, invented names and test output are unpredictable where they first
-    appear, and their loss would outweigh the calls that copy them."""
+    appear, and their loss would outweigh the calls that copy them. `certainty_weight` adds
+    `certainty_loss` over the masked positions (issue 46: more tokens per pass)."""
     moe = aux_coef > 0 and hasattr(model.config.get_text_config(), "num_experts")
     out = forward(model, batch, output_router_logits=moe)
     every = out.last_hidden_state.flatten(0, 1)  # [B * T, H]
     logits = model.lm_head(every[batch.rows]).float()  # [N, V]
     loss = F.cross_entropy(logits, batch.targets)
+    if certainty_weight > 0:
+        loss = loss + certainty_weight * certainty_loss(logits, batch.targets)
     if ar_weight > 0:
         loss = loss + ar_weight * next_token_loss(model, every, batch, ar_scope)
     if moe and getattr(out, "router_logits", None):
