@@ -123,6 +123,23 @@ def test_an_engines_policy_and_its_threshold(tiny_attention_ckpt):
         EmbeddedEngine(tiny_attention_ckpt, policy="factor:0")
 
 
+def test_a_checkpoint_may_name_its_own_policy_and_the_user_overrides_it(tiny_attention_ckpt, tmp_path):
+    import json
+    import shutil
+
+    own = tmp_path / "own"
+    shutil.copytree(tiny_attention_ckpt, own)
+    config = json.loads((own / "config.json").read_text())
+    (own / "config.json").write_text(json.dumps({**config, "clover_policy": "guarded:0.8"}))
+    assert EmbeddedEngine(own).info.policy == "guarded:0.8"
+    assert EmbeddedEngine(own, policy="factor:1").info.policy == "factor:1"
+    assert EmbeddedEngine(own, threshold=0.9).info.policy == "threshold:0.9"  # a threshold means its rule
+    assert EmbeddedEngine(tiny_attention_ckpt).info.policy == "threshold:0.95"  # none named: the card's rule
+    (own / "config.json").write_text(json.dumps({**config, "clover_policy": "fastest"}))
+    with pytest.raises(EngineError, match="config clover_policy: unknown decoding policy 'fastest'"):
+        EmbeddedEngine(own)
+
+
 @pytest.mark.parametrize("fmt", [DEMO, XML], ids=["json", "xml"])
 def test_the_grammar_says_what_kind_of_text_each_character_falls_in(fmt):
     grammar = CallGrammar(fmt, TOOLS)

@@ -317,6 +317,19 @@ def test_the_evaluator_scores_target_turns_and_reports_recovery_after_a_slip():
     assert "fix-bug 1.1 run_shell" in report["exact_by_call"]  # the first call of the first turn
 
 
+def test_the_evaluator_offers_a_checkpoint_the_tools_it_was_trained_with_as_the_agent_does():
+    from clover_code.tools import default_registry
+    from clover_code.wiring.assemble import trained_only
+    from tools.training.demo_model.evaluate import offered_tools
+
+    registry = default_registry()
+    schemas = registry.schemas()
+    trained = ("read_file", "grep", "git_commit")
+    assert [t["function"]["name"] for t in offered_tools(schemas, trained)] == ["read_file", "grep", "git_commit"]
+    assert offered_tools(schemas, trained) == trained_only(registry, trained).schemas()
+    assert offered_tools(schemas, None) == schemas  # Clover names none: every tool
+
+
 def test_the_copy_probe_scores_exactly_the_tokens_of_the_fresh_names_in_the_turns():
     from tools.training.demo_model.chat import session_row
     from tools.training.demo_model.copy_probe import name_blocks, words_of

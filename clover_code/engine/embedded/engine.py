@@ -77,6 +77,8 @@ class EmbeddedEngine:
     tool calls as plain text (ids identical to the plain loop); `draft=True` turns copy drafting on.
     `policy` (`NAME[:KNOB]`, engine/policies.py) picks the positions a pass commits; None, or a
     bare `threshold`, is the threshold rule at `threshold`; `threshold:K` sets the threshold to K.
+    With neither a policy nor a threshold, the checkpoint's own (`clover_policy` in its config)
+    if it names one.
     A request's `policy` replaces the engine's; a request's `threshold` is the threshold rule's
     knob (and what a draft must reach) whatever the policy.
     """
@@ -86,13 +88,16 @@ class EmbeddedEngine:
                  checkpoint_mb: float | None = None, prefix_cache_mb: float | None = None,
                  scaffold: bool = True, draft: bool = False, policy: str | None = None):
         self.threshold = check_threshold(threshold if threshold is not None else DEFAULT_THRESHOLD)
-        self.policy = check_policy(policy, self.threshold)
-        if isinstance(self.policy, Threshold):  # the threshold rule's knob is the threshold, drafts' too
-            self.threshold = self.policy.knob
+        check_policy(policy, self.threshold)  # a bad name fails before minutes of loading
         if block_size is not None and block_size < 1:
             raise EngineError(f"block size must be >= 1, got {block_size}")
         progress = on_progress or (lambda fraction, message: None)
         checkpoint = load_checkpoint(model, device=device, dtype=dtype, progress=progress)
+        if policy is None and threshold is None:  # the user named neither: the checkpoint's own, if any
+            policy = checkpoint.props.policy
+        self.policy = check_policy(policy, self.threshold)
+        if isinstance(self.policy, Threshold):  # the threshold rule's knob is the threshold, drafts' too
+            self.threshold = self.policy.knob
         from clover_code.engine.embedded.denoisers import ModelDenoiser, state_budgets
         from clover_code.engine.embedded.props import turn_mark_ids
 

@@ -43,6 +43,10 @@ class CheckpointProps:
     # names them: a small model trained on one tool list loses its way when the prompt offers
     # others. None: any tool (Clover itself).
     trained_tools: tuple[str, ...] | None = None
+    # The decoding policy measured best for this checkpoint (`clover_policy`, NAME[:KNOB]): the
+    # engine's default when the user names neither a policy nor a threshold. None: the threshold
+    # rule at 0.95, the model card's.
+    policy: str | None = None
 
 
 def checkpoint_kind(model_type: str) -> str:
@@ -72,10 +76,19 @@ def read_props(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase | No
     tools = get("clover_trained_tools")
     if tools is not None and not (isinstance(tools, list) and all(isinstance(n, str) for n in tools)):
         raise EngineError(f"config clover_trained_tools must be a list of tool names, not {tools!r}")
+    policy = get("clover_policy")
+    if policy is not None:
+        from clover_code.engine.policies import PolicyError, parse_policy
+
+        try:
+            parse_policy(str(policy))
+        except PolicyError as e:
+            raise EngineError(f"config clover_policy: {e}") from None
     props = CheckpointProps(int(mask), int(get("block_size", DEFAULT_BLOCK_SIZE)),
                             str(get("block_alignment", "prompt")), int(get("logits_shift", 0)),
                             str(get("prefix_attention", "causal")),
-                            tuple(tools) if tools is not None else None)
+                            tuple(tools) if tools is not None else None,
+                            str(policy) if policy is not None else None)
     if props.block_alignment not in ("prompt", "absolute"):
         raise EngineError(f"config block_alignment must be 'prompt' or 'absolute', not {props.block_alignment!r}")
     if props.logits_shift not in (0, 1):

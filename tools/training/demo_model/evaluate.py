@@ -66,6 +66,7 @@ def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: fl
 
     registry = default_registry()
     engine = EmbeddedEngine(model, threshold=threshold, scaffold=scaffold, draft=draft, policy=policy)
+    tools = offered_tools(tools, engine.info.trained_tools)
     totals: dict[str, float] = defaultdict(float)
     by_group: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     by_call: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # "family turn.call tool" -> [exact, expected]
@@ -104,6 +105,13 @@ def evaluate(model: Path, sessions: list[dict], tools: list[dict], threshold: fl
             "exact_by_call": {k: f"{right}/{n}" for k, (right, n) in sorted(by_call.items())},
             "sessions": len(sessions), "threshold": threshold, "policy": engine.info.policy, "scaffold": scaffold,
             "draft": draft}
+
+
+def offered_tools(tools: list[dict], trained: tuple[str, ...] | None) -> list[dict]:
+    """The tools the agent offers this checkpoint (wiring's `trained_only`): those it was trained
+    to call when it names them. A tool it never saw in its prompt's tool line (the todo list,
+    added after the demo model was trained) costs it calls it otherwise writes right."""
+    return tools if trained is None else [t for t in tools if t["function"]["name"] in trained]
 
 
 def after_slip(messages: list[dict], i: int) -> bool:
