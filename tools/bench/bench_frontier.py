@@ -1,8 +1,8 @@
 """The speed/accuracy frontier of the decoding policies (issue 46) on held-out demo sessions.
 
-    python tools/bench/bench_frontier.py --sessions NAME=FILE [--sessions NAME=FILE ...] [--limit N]
+    python -m tools.bench.bench_frontier --sessions NAME=FILE [--sessions NAME=FILE ...] [--limit N]
         [--sweep NAME:KNOB,KNOB,...] ... [--model [NAME=]DIR ...] [--jobs N] [--out DIR] [--json] [--kept]
-    python tools/bench/bench_frontier.py --quick [--out DIR]   # seconds: keeps the script from rotting
+    python -m tools.bench.bench_frontier --quick [--out DIR]   # seconds: keeps the script from rotting
 
 Every point is the held-out evaluation (tools/training/demo_model/evaluate.py: each assistant
 turn decoded from its true history by the real embedded engine, scaffold on, greedy) under one
@@ -146,7 +146,7 @@ def summary(points: dict[str, dict[str, dict]], argv: list[str]) -> dict:
     every = sorted({spec for per_set in points.values() for spec in per_set})
     winners = [s for s in every if all(s in p and meets(p[s]) for p in points.values())]
     return {"goal": GOAL, "meets_goal_on_every_set": winners, "sets": points,
-            "command": "python tools/bench/bench_frontier.py " + " ".join(argv),
+            "command": "python -m tools.bench.bench_frontier " + " ".join(argv),
             "date": datetime.date.today().isoformat(), "machine": machine_info()}
 
 
