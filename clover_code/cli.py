@@ -37,8 +37,8 @@ def _engine_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--engine", help="embedded | remote | scripted:FILE (replies in JSONL)")
     g.add_argument("--threshold", type=float, help="confidence to commit a position (default 0.95)")
     g.add_argument("--policy", metavar="NAME[:KNOB]",
-                   help="decoding policy: which positions a pass commits (default threshold, at --threshold; "
-                   "also factor, entropy, context)")
+                   help="decoding policy: which positions a pass commits (default: the checkpoint's own, else "
+                   "threshold at --threshold; also factor, entropy, context, guarded, aligned)")
     g.add_argument("--block-size", type=int, help="tokens per block (default: the checkpoint's)")
     g.add_argument("--max-tokens", type=int, help="tokens per reply (default 4096)")
     g.add_argument("--temperature", type=float, help="0 for greedy (default)")
@@ -103,7 +103,8 @@ def serve_parser() -> argparse.ArgumentParser:
     p.add_argument("--body-timeout", type=float, default=60.0,
                    help="seconds for a request's body once its headers are in (default 60)")
     p.add_argument("--threshold", type=float)
-    p.add_argument("--policy", metavar="NAME[:KNOB]", help="decoding policy (default threshold)")
+    p.add_argument("--policy", metavar="NAME[:KNOB]",
+                   help="decoding policy (default: the checkpoint's own, else threshold)")
     p.add_argument("--block-size", type=int)
     p.add_argument("--no-scaffold", dest="scaffold", action="store_false", default=None,
                    help="decode tool calls as plain text, not under the grammar of the request's tools")

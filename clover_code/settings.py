@@ -49,7 +49,8 @@ class Settings:
     max_tokens: int = 4096
     temperature: float = 0.0
     threshold: float | None = None
-    policy: str | None = None  # decoding policy NAME[:KNOB] (engine/policies.py); None: the threshold rule
+    # decoding policy NAME[:KNOB] (engine/policies.py); None: the checkpoint's own, else the threshold rule
+    policy: str | None = None
     block_size: int | None = None
     # The embedded engine's memory for prefix states, in MiB (None: its defaults; 0: none kept).
     checkpoint_mb: float | None = None  # a hybrid's recurrent-state checkpoints (cut back to, not re-encoded)

@@ -11,6 +11,7 @@ import torch
 from clover_code.engine.embedded.decoding import DecodeOptions, decode_blocks
 from clover_code.engine.policies import (
     POLICIES,
+    Aligned,
     Context,
     Entropy,
     Factor,
@@ -83,6 +84,40 @@ def test_when_nothing_passes_guarded_takes_the_likeliest_pick_that_repeats_nothi
         Guarded(0.9).select(Offer([0.9], [True]))
 
 
+def test_aligned_also_holds_a_pick_the_masked_position_beside_it_would_write():
+    # `cartkit/models.py` decoded at a low bar: the position meant for `models` offers `.` (the
+    # next token) at 0.8, and the masked position after it gives `.` 0.3 (it may be its token)
+    conf = [0.8, 0.8, 0.8, 0.8]
+    tokens = [11, 12, 13, 14]
+    beside = [(0.0, 0.02), (0.01, 0.3), (0.09, 0.0), (0.0, 0.0)]
+    assert Aligned(0.75).select(Offer(conf, ALL[:4], neighbours=tokens, beside=beside)) == [0, 2, 3]
+    # a committed neighbour's probabilities say nothing (it is not deciding): only masked ones count
+    assert Aligned(0.75).select(Offer(conf, [True, True, False, True], neighbours=tokens, beside=beside)) == [0, 1, 3]
+    # the default bar takes a claimed pick; repeats are held as guarded holds them
+    assert Aligned(0.75).select(Offer([0.96, 0.8], [True, True], neighbours=[1, 2], beside=[(0, 0.5), (0.5, 0)])) == [0]
+    assert Aligned(0.75).select(Offer([0.8, 0.8, 0.8], [True] * 3, neighbours=[7, 7, 3], beside=[(0, 0)] * 3)) == [2]
+    # nothing passes: the likeliest pick that is neither claimed nor a repeat
+    assert Aligned(0.9).select(Offer([0.7, 0.6, 0.5], [True] * 3, neighbours=[1, 2, 3],
+                                     beside=[(0, 0.5), (0, 0), (0.2, 0)])) == [1]
+    with pytest.raises(ValueError, match="what each neighbour gives"):
+        Aligned(0.9).select(Offer([0.9], [True], neighbours=[1]))
+
+
+def test_what_the_neighbours_give_a_pick_is_read_from_their_distributions():
+    from clover_code.engine.embedded.decoding import pick_tokens
+
+    probs = torch.tensor([[0.1, 0.6, 0.2, 0.1], [0.1, 0.3, 0.5, 0.1], [0.1, 0.1, 0.1, 0.7]])  # [3, 4]
+    pick = pick_tokens(probs.log(), 0.0, 1.0, banned=0, beside=True)
+    assert pick.tokens.tolist() == [1, 2, 3]
+    assert pick.beside is not None
+    # left: p_{i-1}(t_i), 0 at the start; right: p_{i+1}(t_i), 0 at the end (the mask banned,
+    # so each row is renormalised over tokens 1-3)
+    assert pick.beside.flatten().tolist() == pytest.approx([0, 0.3 / 0.9, 0.2 / 0.9, 0.1 / 0.9, 0.1 / 0.9, 0], abs=1e-5)
+    assert pick_tokens(probs.log(), 0.0, 1.0).beside is None  # only when a policy asks
+    sampled = pick_tokens(probs.log(), 1.0, 1.0, torch.Generator().manual_seed(0), beside=True)
+    assert sampled.beside is not None and sampled.beside.shape == (3, 2)
+
+
 def test_names_and_knobs_as_a_user_writes_them():
     assert parse_policy("threshold:0.9") == Threshold(0.9)
     assert parse_policy("threshold") == Threshold(0.95)
@@ -93,7 +128,8 @@ def test_names_and_knobs_as_a_user_writes_them():
     assert policy_spec(parse_policy("factor")) == "factor:0.5"
     assert policy_spec(parse_policy("context")) == "context:0.8"
     assert parse_policy("guarded") == Guarded(POLICIES["guarded"].default)
-    for spec in ("threshold:0.9", "factor:0.5", "entropy:1.5", "context:0.4", "guarded:0.7"):
+    assert parse_policy("aligned") == Aligned(0.75)
+    for spec in ("threshold:0.9", "factor:0.5", "entropy:1.5", "context:0.4", "guarded:0.7", "aligned:0.6"):
         assert policy_spec(parse_policy(spec)) == spec
 
 
@@ -116,7 +152,8 @@ def test_a_bad_name_or_knob_says_what_would_do(spec, says):
 def every_policy():
     return [parse_policy(f"{name}:{knob}") for name, knobs in
             (("threshold", (1.0, 0.5, 0.01)), ("factor", (0.01, 1, 30)), ("entropy", (0, 0.5, 50)),
-             ("context", (1.0, 0.01)), ("guarded", (1.0, 0.5, 0.01))) for knob in knobs]
+             ("context", (1.0, 0.01)), ("guarded", (1.0, 0.5, 0.01)), ("aligned", (1.0, 0.5, 0.01)))
+            for knob in knobs]
 
 
 @pytest.mark.parametrize("policy", every_policy(), ids=policy_spec)
@@ -128,7 +165,7 @@ def test_on_random_offers_a_policy_commits_a_sorted_nonempty_subset_of_the_activ
         active[rng.randrange(n)] = True
         offer = Offer([rng.random() for _ in range(n)], active, [rng.random() * 3 for _ in range(n)],
                       [rng.choice(["prose", "string", "key", "structure", None]) for _ in range(n)],
-                      [rng.randrange(4) for _ in range(n)])
+                      [rng.randrange(4) for _ in range(n)], [(rng.random() / 4, rng.random() / 4) for _ in range(n)])
         chosen = policy.select(offer)
         assert chosen and chosen == sorted(set(chosen)) and all(active[i] for i in chosen)
 

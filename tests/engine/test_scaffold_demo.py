@@ -39,7 +39,8 @@ class Biased(torch.nn.Module):
 
 
 def engine(push: str | None = None, strength: float = 0.0, **options) -> EmbeddedEngine:
-    e = EmbeddedEngine(demo_model(), **options)
+    # the threshold rule, as the cache-free reference decodes (the demo's own policy is faster)
+    e = EmbeddedEngine(demo_model(), policy="threshold", **options)
     if push:
         e.denoiser.head = Biased(e.denoiser.head, e.tokenizer.convert_tokens_to_ids(push), strength)
     return e

@@ -108,11 +108,12 @@ class Pick:
     tokens: torch.Tensor  # [L] chosen token per position
     confidence: torch.Tensor  # [L] probability of the chosen token
     entropy: torch.Tensor | None = None  # [L] nats of the distribution picked from, when asked
+    beside: torch.Tensor | None = None  # [L, 2] the left and right neighbours' probability of this pick, when asked
 
 
 def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float,
                 generator: torch.Generator | None = None, banned: int | None = None,
-                entropy: bool = False) -> Pick:
+                entropy: bool = False, beside: bool = False) -> Pick:
     """Greedy at temperature 0, else sample from the top-p nucleus of softmax(logits / T),
     never the `banned` token; with `entropy`, also each distribution's entropy. Runs where the
     logits are (a GPU keeps its `[L, V]`); the picks come back to the CPU."""
@@ -125,7 +126,8 @@ def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float,
         # span a wide range, as a confident model's do (430 vs 70 us for [32, 320] here).
         probs = torch.softmax(logits, dim=-1)  # [L, V]
         confidence, tokens = probs.max(dim=-1)  # [L], [L]
-        return Pick(tokens.cpu(), confidence.cpu(), _entropy(probs) if entropy else None)
+        return Pick(tokens.cpu(), confidence.cpu(), _entropy(probs) if entropy else None,
+                    _beside(probs, tokens) if beside else None)
     probs = torch.softmax(logits / temperature, dim=-1)  # [L, V]
     if top_p < 1.0:
         sorted_probs, order = probs.sort(dim=-1, descending=True)  # [L, V]
@@ -138,7 +140,18 @@ def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float,
     else:
         tokens = torch.multinomial(probs, 1, generator=generator).squeeze(-1).cpu()  # [L]
     confidence = probs.gather(-1, tokens.to(probs.device)[:, None]).squeeze(-1).cpu()  # [L]
-    return Pick(tokens, confidence, _entropy(probs) if entropy else None)
+    return Pick(tokens, confidence, _entropy(probs) if entropy else None,
+                _beside(probs, tokens.to(probs.device)) if beside else None)
+
+
+def _beside(probs: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """[L, 2]: what the position left of each pick (column 0) and right of it (1) give that
+    pick; 0 past the block's ends."""
+    out = torch.zeros(probs.shape[0], 2, device=probs.device)  # [L, 2]
+    if probs.shape[0] > 1:
+        out[1:, 0] = probs[:-1].gather(-1, tokens[1:, None]).squeeze(-1)  # p_{i-1}(t_i)
+        out[:-1, 1] = probs[1:].gather(-1, tokens[:-1, None]).squeeze(-1)  # p_{i+1}(t_i)
+    return out.cpu()
 
 
 def _entropy(probs: torch.Tensor) -> torch.Tensor:
@@ -229,7 +242,7 @@ def _decode_one(denoiser: Denoiser, pending: torch.Tensor | None, size: int, opt
         # the mask token is the input's "unknown", never an answer: a small model with tied
         # embeddings echoes it where it knows nothing, and a committed mask would be text
         pick = pick_tokens(logits, opts.temperature, opts.top_p, generator, banned=opts.mask_id,
-                           entropy="entropy" in policy.wants)
+                           entropy="entropy" in policy.wants, beside="beside" in policy.wants)
         tokens, confidence = pick.tokens.tolist(), pick.confidence.tolist()
         if guide is not None:
             guide.constrain(logits, tokens, confidence, resolved)
@@ -261,7 +274,8 @@ def _offer(policy: Policy, pick: Pick, tokens: list[int], confidence: list[float
     kinds = guide.kinds(block, resolved, tokens) if guide is not None and "kinds" in policy.wants else None
     neighbours = [b if r else t for b, r, t in zip(block, resolved, tokens, strict=True)] \
         if "tokens" in policy.wants else None
-    return Offer(confidence, active, entropy, kinds, neighbours)
+    beside = [(left, right) for left, right in pick.beside.tolist()] if pick.beside is not None else None
+    return Offer(confidence, active, entropy, kinds, neighbours, beside)
 
 
 def _settle(guide: Guide | None, block: list[int], resolved: list[bool], stop_ids: frozenset[int],
