@@ -53,8 +53,8 @@ class Offer:
     kinds: Sequence[Kind | None] | None = None  # when the policy wants it and a scaffold runs
     neighbours: Sequence[int] | None = None  # when the policy wants "tokens": each position's token,
     # the committed one where resolved, else this pass's pick
-    beside: Sequence[tuple[float, float]] | None = None  # when the policy wants "beside": what the
-    # positions left and right of each give its pick
+    beside: Sequence[Sequence[float]] | None = None  # when the policy wants "beside": what the
+    # positions left and right of each give its pick, as [left, right]
 
 
 class Policy(Protocol):

@@ -115,8 +115,9 @@ def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float,
                 generator: torch.Generator | None = None, banned: int | None = None,
                 entropy: bool = False, beside: bool = False) -> Pick:
     """Greedy at temperature 0, else sample from the top-p nucleus of softmax(logits / T),
-    never the `banned` token; with `entropy`, also each distribution's entropy. Runs where the
-    logits are (a GPU keeps its `[L, V]`); the picks come back to the CPU."""
+    never the `banned` token; with `entropy`, also each distribution's entropy; with `beside`,
+    what each pick's neighbours give it. Runs where the logits are (a GPU keeps its `[L, V]`);
+    the picks come back to the CPU."""
     logits = logits.float()  # [L, V]
     if banned is not None:
         # out of place: a denoiser may keep a row of these logits (the next block's first)
@@ -139,9 +140,10 @@ def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float,
         tokens = torch.multinomial(probs.cpu(), 1, generator=generator).squeeze(-1)  # [L]
     else:
         tokens = torch.multinomial(probs, 1, generator=generator).squeeze(-1).cpu()  # [L]
-    confidence = probs.gather(-1, tokens.to(probs.device)[:, None]).squeeze(-1).cpu()  # [L]
+    on_device = tokens.to(probs.device)  # [L]
+    confidence = probs.gather(-1, on_device[:, None]).squeeze(-1).cpu()  # [L]
     return Pick(tokens, confidence, _entropy(probs) if entropy else None,
-                _beside(probs, tokens.to(probs.device)) if beside else None)
+                _beside(probs, on_device) if beside else None)
 
 
 def _beside(probs: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
@@ -274,7 +276,7 @@ def _offer(policy: Policy, pick: Pick, tokens: list[int], confidence: list[float
     kinds = guide.kinds(block, resolved, tokens) if guide is not None and "kinds" in policy.wants else None
     neighbours = [b if r else t for b, r, t in zip(block, resolved, tokens, strict=True)] \
         if "tokens" in policy.wants else None
-    beside = [(left, right) for left, right in pick.beside.tolist()] if pick.beside is not None else None
+    beside = pick.beside.tolist() if pick.beside is not None else None
     return Offer(confidence, active, entropy, kinds, neighbours, beside)
 
 
